@@ -1,0 +1,217 @@
+"""Argument matchers and the comparison Toolscore uses for expected and forbidden arguments.
+
+A matcher stands in for an expected value: ``{"q": Regex(r"weather.*")}``. ``compare_values``
+is the one comparison used by argument F1, the pairing and forbidden rules.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from typing import Any
+
+__all__ = [
+    "ANY",
+    "Approx",
+    "Contains",
+    "IsType",
+    "Matcher",
+    "OneOf",
+    "Regex",
+    "Search",
+    "compare_values",
+]
+
+
+class Matcher(ABC):
+    """Base class: ``matches(value)``; ``==`` calls it so matchers work inside containers."""
+
+    @abstractmethod
+    def matches(self, value: object) -> bool:
+        """True when ``value`` satisfies the matcher."""
+
+    def __eq__(self, other: object) -> bool:
+        return self.matches(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.matches(other)
+
+    __hash__ = object.__hash__
+
+
+class _AnyMatcher(Matcher):
+    def matches(self, value: object) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY: Matcher = _AnyMatcher()
+"""Matches any value, ``None`` included (but a missing key is still a miss)."""
+
+
+def _flags_repr(flags: int) -> str:
+    return repr(re.RegexFlag(flags)) if flags else ""
+
+
+class Regex(Matcher):
+    """The whole string must match ``pattern`` (``re.fullmatch``); ``.`` stops at newlines
+    unless ``re.DOTALL`` is given. Non-strings never match."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self._re = re.compile(pattern, flags)
+
+    def matches(self, value: object) -> bool:
+        return isinstance(value, str) and self._re.fullmatch(value) is not None
+
+    def __repr__(self) -> str:
+        if self.flags:
+            return f"Regex({self.pattern!r}, flags={_flags_repr(self.flags)})"
+        return f"Regex({self.pattern!r})"
+
+
+def _search_text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+class Search(Matcher):
+    """The JSON rules' ``{"$regex": pattern}``: the pattern found anywhere (``re.search``).
+
+    A list or tuple is matched as its items joined with spaces, other non-strings through
+    ``str()``; ``None`` never matches.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        if not isinstance(pattern, str):
+            raise ValueError(f"$regex needs a pattern string, got {pattern!r}")
+        self.pattern = pattern
+        self._re = re.compile(pattern)
+
+    def matches(self, value: object) -> bool:
+        text = _search_text(value)
+        return text is not None and self._re.search(text) is not None
+
+    def __repr__(self) -> str:
+        return f"$regex({self.pattern!r})"
+
+
+class Approx(Matcher):
+    """A number within ``max(rel * |value|, abs)`` of ``value``; bools never match."""
+
+    def __init__(self, value: float, rel: float = 1e-6, abs: float = 0.0) -> None:
+        self.value = value
+        self.rel = rel
+        self.abs = abs
+
+    def matches(self, value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        return builtin_abs(value - self.value) <= max(self.rel * builtin_abs(self.value), self.abs)
+
+    def __repr__(self) -> str:
+        parts = [repr(self.value)]
+        if self.rel != 1e-6:
+            parts.append(f"rel={self.rel!r}")
+        if self.abs != 0.0:
+            parts.append(f"abs={self.abs!r}")
+        return f"Approx({', '.join(parts)})"
+
+
+builtin_abs = abs
+
+
+class Contains(Matcher):
+    """``item in value`` for a str, list, tuple, set, frozenset or dict (dict: its keys)."""
+
+    def __init__(self, item: object) -> None:
+        self.item = item
+
+    def matches(self, value: object) -> bool:
+        if not isinstance(value, (str, list, tuple, set, frozenset, dict)):
+            return False
+        try:
+            return self.item in value
+        except TypeError:
+            return False
+
+    def __repr__(self) -> str:
+        return f"Contains({self.item!r})"
+
+
+class OneOf(Matcher):
+    """Equal to any of ``values`` (a value may itself be a matcher)."""
+
+    def __init__(self, *values: object) -> None:
+        self.values = values
+
+    def matches(self, value: object) -> bool:
+        return any(candidate == value for candidate in self.values)
+
+    def __repr__(self) -> str:
+        return f"OneOf({', '.join(repr(v) for v in self.values)})"
+
+
+class IsType(Matcher):
+    """``isinstance(value, types)``; a bool is rejected unless ``bool`` is among the types."""
+
+    def __init__(self, *types: type) -> None:
+        self.types = types
+
+    def matches(self, value: object) -> bool:
+        if isinstance(value, bool) and bool not in self.types:
+            return False
+        return isinstance(value, self.types)
+
+    def __repr__(self) -> str:
+        return f"IsType({', '.join(t.__name__ for t in self.types)})"
+
+
+def _strict_equal(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, Matcher):
+        return expected.matches(actual)
+    if type(expected) is not type(actual):
+        return False
+    if isinstance(expected, dict):
+        return expected.keys() == actual.keys() and all(
+            _strict_equal(v, actual[k]) for k, v in expected.items()
+        )
+    if isinstance(expected, (list, tuple)):
+        return len(expected) == len(actual) and all(
+            _strict_equal(e, a) for e, a in zip(expected, actual)
+        )
+    return bool(expected == actual)
+
+
+def compare_values(expected: Any, actual: Any, strict: bool = False) -> bool:
+    """Toolscore's value comparison.
+
+    Lenient (default): ``==``; else both numbers (bools included) compared as floats; else
+    both strings compared after ``strip()``. Only the top level is lenient. Strict: identical
+    types, recursively. Matchers are honoured at any depth in both modes.
+    """
+    if isinstance(expected, Matcher):
+        return expected.matches(actual)
+    if strict:
+        return _strict_equal(expected, actual)
+    try:
+        if expected == actual:
+            return True
+    except Exception:
+        return False
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        try:
+            return float(expected) == float(actual)
+        except OverflowError:
+            return False
+    if isinstance(expected, str) and isinstance(actual, str):
+        return expected.strip() == actual.strip()
+    return False

@@ -1,0 +1,205 @@
+"""The pipeline: batches of calls in, findings out, check states to the reducer at the end.
+
+:class:`Pipeline` holds everything that needs no I/O: it puts completed calls back in index
+order, hands each batch to every check, collects the findings and forwards them and the calls
+to the caller's sinks. Two drivers run it over a source: :func:`run_sync` (a plain loop, used
+by ``evaluate()`` and ``evaluate_trace()``, safe inside a running event loop) and
+:func:`run_async` (``evaluate_stream()``, ``watch``), which awaits only at the source, the
+checks' ``afeed`` and the sinks. A batch, never a single call, crosses each await.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Union
+
+from .calls import Batch, Finding, ToolCall
+from .checks._base import BaseCheck
+from .errors import InputError
+
+__all__ = ["MAX_KEPT_FINDINGS", "CallSink", "FindingSink", "Pipeline", "run_async", "run_sync"]
+
+FindingSink = Callable[[list[Finding]], Union[None, Awaitable[None]]]
+"""Receives the findings of one batch, in call order, as soon as they are known."""
+CallSink = Callable[[list[ToolCall]], Union[None, Awaitable[None]]]
+"""Receives the completed calls of one batch, in index order."""
+
+MAX_KEPT_FINDINGS = 10_000
+"""Findings kept on the result at most; sinks (the findings stream, the JSON report) see all."""
+
+
+def _finding_order(finding: Finding) -> int:
+    return -1 if finding.call_index is None else finding.call_index
+
+
+class Pipeline:
+    """Feeds batches to checks; keeps only what the checks keep, plus a bounded findings list.
+
+    Args:
+        checks: the checks to run, in the order their findings are reported within a call.
+        keep_calls: keep every completed call (for in-memory results and ``to_dict``).
+        on_finding: called with each batch's findings.
+        on_calls: called with each batch's completed calls, in index order.
+    """
+
+    def __init__(
+        self,
+        checks: Sequence[BaseCheck],
+        *,
+        keep_calls: bool = False,
+        on_finding: FindingSink | None = None,
+        on_calls: CallSink | None = None,
+    ) -> None:
+        self.checks = list(checks)
+        self.calls: list[ToolCall] | None = [] if keep_calls else None
+        self.findings: list[Finding] = []
+        self.findings_omitted = 0
+        self.calls_read = 0
+        self.calls_done = 0
+        self.error: InputError | None = None
+        self.finished = False
+        self.on_finding = on_finding
+        self.on_calls = on_calls
+        self._waiting: dict[int, ToolCall] = {}
+
+    # -- the I/O-free core ------------------------------------------------------------------
+
+    def _in_order(self, done: list[ToolCall]) -> list[ToolCall]:
+        """Release completed calls in index order, holding back those that overtook a call
+        still waiting for its result."""
+        nxt = self.calls_done
+        if not self._waiting:
+            for offset, call in enumerate(done):
+                if call.index != nxt + offset:
+                    break
+            else:
+                self.calls_done = nxt + len(done)
+                return done
+        waiting = self._waiting
+        for call in done:
+            waiting[call.index] = call
+        released: list[ToolCall] = []
+        while nxt in waiting:
+            released.append(waiting.pop(nxt))
+            nxt += 1
+        self.calls_done = nxt
+        return released
+
+    def _prepare(self, batch: Batch) -> Batch:
+        if batch.done:
+            batch.done = self._in_order(batch.done)
+        self.calls_read += len(batch.calls)
+        return batch
+
+    def _collect(self, batch: Batch, per_check: list[list[Finding]]) -> list[Finding]:
+        found: list[Finding] = list(batch.findings)
+        for findings in per_check:
+            found.extend(findings)
+        if len(found) > 1:
+            found.sort(key=_finding_order)
+        room = MAX_KEPT_FINDINGS - len(self.findings)
+        if room >= len(found):
+            self.findings.extend(found)
+        else:
+            self.findings.extend(found[: max(room, 0)])
+            self.findings_omitted += len(found) - max(room, 0)
+        if batch.done and self.calls is not None:
+            self.calls.extend(batch.done)
+        if batch.error is not None and self.error is None:
+            self.error = batch.error
+        return found
+
+    def process(self, batch: Batch) -> list[Finding]:
+        """Run one batch through every check; returns its findings (sinks are the drivers')."""
+        batch = self._prepare(batch)
+        return self._collect(batch, [check.feed(batch) for check in self.checks])
+
+    def finish(self) -> list[Finding]:
+        """End of stream: release any held-back calls, let each check finish once."""
+        batch = self._flush()
+        found = self.process(batch) if (batch.done or batch.calls) else []
+        tail: list[Finding] = []
+        for check in self.checks:
+            tail.extend(check.finish())
+        self.finished = True
+        return found + self._collect(Batch(), [tail])
+
+    def _flush(self) -> Batch:
+        if not self._waiting:
+            return Batch()
+        held = [self._waiting[i] for i in sorted(self._waiting)]
+        self._waiting.clear()
+        self.calls_done = held[-1].index + 1
+        return Batch(done=held, calls=[])
+
+    # -- async twins --------------------------------------------------------------------------
+
+    async def aprocess(self, batch: Batch) -> list[Finding]:
+        batch = self._prepare(batch)
+        per_check = [await check.afeed(batch) for check in self.checks]
+        return self._collect(batch, per_check)
+
+    async def afinish(self) -> list[Finding]:
+        batch = self._flush()
+        found = await self.aprocess(batch) if (batch.done or batch.calls) else []
+        tail: list[Finding] = []
+        for check in self.checks:
+            tail.extend(await check.afinish())
+        self.finished = True
+        return found + self._collect(Batch(), [tail])
+
+
+def _call_sinks(pipeline: Pipeline, batch: Batch, found: list[Finding]) -> list[Any]:
+    pending: list[Any] = []
+    if batch.done and pipeline.on_calls is not None:
+        pending.append(pipeline.on_calls(batch.done))
+    if found and pipeline.on_finding is not None:
+        pending.append(pipeline.on_finding(found))
+    return pending
+
+
+def run_sync(pipeline: Pipeline, batches: Iterable[Batch]) -> None:
+    """Drive ``pipeline`` over ``batches`` without an event loop; stops at a fatal input error.
+
+    Raises:
+        TypeError: a sink returned an awaitable (use ``evaluate_stream`` for async sinks).
+    """
+    for batch in batches:
+        found = pipeline.process(batch)
+        _sync_sinks(pipeline, batch, found)
+        if batch.error is not None:
+            break
+    tail_batch = pipeline._flush()
+    found = pipeline.process(tail_batch) if tail_batch.done else []
+    _sync_sinks(pipeline, tail_batch, found)
+    tail = pipeline.finish()
+    _sync_sinks(pipeline, Batch(), tail)
+
+
+def _sync_sinks(pipeline: Pipeline, batch: Batch, found: list[Finding]) -> None:
+    for result in _call_sinks(pipeline, batch, found):
+        if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()
+            raise TypeError("an async on_finding/on_calls sink needs evaluate_stream()")
+
+
+async def run_async(pipeline: Pipeline, batches: AsyncIterable[Batch]) -> None:
+    """Drive ``pipeline`` over an async source; sinks may be sync or async."""
+    async for batch in batches:
+        found = await pipeline.aprocess(batch)
+        await _async_sinks(pipeline, batch, found)
+        if batch.error is not None:
+            break
+    tail_batch = pipeline._flush()
+    found = await pipeline.aprocess(tail_batch) if tail_batch.done else []
+    await _async_sinks(pipeline, tail_batch, found)
+    tail = await pipeline.afinish()
+    await _async_sinks(pipeline, Batch(), tail)
+
+
+async def _async_sinks(pipeline: Pipeline, batch: Batch, found: list[Finding]) -> None:
+    for result in _call_sinks(pipeline, batch, found):
+        if inspect.isawaitable(result):
+            await result

@@ -1,0 +1,91 @@
+"""The two seams of ``sources/``: a *dialect* turns JSON items into calls, a *decoder* turns
+bytes into batches.
+
+A dialect knows one trace format's shapes (a custom call dict, an OpenAI message, an OTel span)
+and nothing of bytes or files; it is also what the in-memory helpers (``from_openai`` ...) use,
+so the streamed reader and the helper always agree. A decoder frames bytes (JSON Lines, or a
+JSON document through ijson at a prefix) and feeds each item to a dialect. Neither does I/O:
+the drivers in ``_drive.py`` move bytes in and batches out.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Protocol
+
+from ..calls import Batch, Location, ToolCall
+
+__all__ = ["Decoder", "Dialect"]
+
+
+class Dialect(ABC):
+    """Decodes the JSON items of one trace format into :class:`ToolCall` objects.
+
+    Subclasses set ``name`` and implement :meth:`item`. A dialect whose results arrive after
+    their call (OpenAI ``tool`` messages, Anthropic ``tool_result`` blocks, MCP responses) emits
+    the call into ``out.calls`` with ``complete=False``, keeps it in ``self.pending`` by id, and
+    when the result arrives fills it in, sets ``complete=True`` and appends it to ``out.done``.
+    Calls that carry their own result go into both lists at once.
+    """
+
+    name: ClassVar[str]
+    max_pending: ClassVar[int] = 10_000
+    """Calls waiting for a result at most; past it the oldest completes without one, so a
+    trace whose results never come cannot make memory grow with its length."""
+
+    def __init__(self, source: str = "<memory>") -> None:
+        self.source = source
+        self.next_index = 0
+        self.pending: dict[Any, ToolCall] = {}
+
+    def new_call(self, call: ToolCall, out: Batch, *, complete: bool = True) -> ToolCall:
+        """Number ``call``, and append it to ``out.calls`` (and ``out.done`` if complete)."""
+        call.index = self.next_index
+        self.next_index += 1
+        call.complete = complete
+        out.calls.append(call)
+        if complete:
+            out.done.append(call)
+        elif len(self.pending) >= self.max_pending:
+            oldest = next(iter(self.pending))
+            self.complete(self.pending.pop(oldest), out)
+        return call
+
+    def complete(self, call: ToolCall, out: Batch) -> None:
+        """Mark a pending call complete and hand it on."""
+        if not call.complete:
+            call.complete = True
+            out.done.append(call)
+
+    @abstractmethod
+    def item(self, obj: Any, location: Location | None, out: Batch) -> None:
+        """Decode one JSON item, appending what it yields to ``out``.
+
+        Raises:
+            MalformedTrace: the item is not of this format's shape (with ``location``).
+        """
+
+    def close(self, out: Batch) -> None:
+        """End of stream: calls still waiting for a result are complete without one."""
+        for call in self.pending.values():
+            self.complete(call, out)
+        self.pending.clear()
+
+
+class Decoder(Protocol):
+    """Bytes in, batches out; no I/O. One per input stream.
+
+    ``feed`` never raises for bad input: a fatal error is returned as ``Batch.error`` together
+    with the calls read before it, and the caller stops feeding. A non-fatal one (a malformed
+    JSON line) is a ``Batch.findings`` entry and decoding goes on.
+    """
+
+    name: str
+    """``"<layout>/<dialect>"``, e.g. ``"jsonl/custom"`` or ``"json/openai"``."""
+
+    def feed(self, chunk: bytes) -> Batch: ...
+
+    def close(self) -> Batch:
+        """End of input: flush the partial last line, finish the JSON document (a truncated one
+        is ``Batch.error``), and complete every pending call."""
+        ...
