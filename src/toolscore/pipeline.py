@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from .calls import Batch, Finding, ToolCall
 from .checks._base import BaseCheck
@@ -20,9 +20,9 @@ from .errors import InputError
 
 __all__ = ["MAX_KEPT_FINDINGS", "CallSink", "FindingSink", "Pipeline", "run_async", "run_sync"]
 
-FindingSink = Callable[[list[Finding]], Union[None, Awaitable[None]]]
+FindingSink = Callable[[list[Finding]], Awaitable[None] | None]
 """Receives the findings of one batch, in call order, as soon as they are known."""
-CallSink = Callable[[list[ToolCall]], Union[None, Awaitable[None]]]
+CallSink = Callable[[list[ToolCall]], Awaitable[None] | None]
 """Receives the completed calls of one batch, in index order."""
 
 MAX_KEPT_FINDINGS = 10_000
@@ -62,6 +62,7 @@ class Pipeline:
         self.on_finding = on_finding
         self.on_calls = on_calls
         self._waiting: dict[int, ToolCall] = {}
+        self._flushed: Batch | None = None
 
     # -- the I/O-free core ------------------------------------------------------------------
 
@@ -87,7 +88,7 @@ class Pipeline:
         return released
 
     def _prepare(self, batch: Batch) -> Batch:
-        if batch.done:
+        if batch.done and batch is not self._flushed:
             batch.done = self._in_order(batch.done)
         self.calls_read += len(batch.calls)
         return batch
@@ -131,7 +132,9 @@ class Pipeline:
         held = [self._waiting[i] for i in sorted(self._waiting)]
         self._waiting.clear()
         self.calls_done = held[-1].index + 1
-        return Batch(done=held, calls=[])
+        # Calls that overtook one whose result never came: released as they are, in order.
+        self._flushed = Batch(done=held, calls=[])
+        return self._flushed
 
     # -- async twins --------------------------------------------------------------------------
 
