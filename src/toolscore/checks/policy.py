@@ -1,0 +1,101 @@
+"""The forbidden-call check: each new call against the rules, reported as it is read.
+
+Rules are indexed by tool name, so a call to a tool no rule names costs one dict lookup.
+For each call only the first matching rule (lowest index) is recorded, as in Toolscore §8.2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..calls import Batch, Finding, ToolCall
+from ..rules import Rule, match_rule, rules_from_python
+from ._base import BaseCheck
+
+__all__ = ["PolicyCheck", "policy_check"]
+
+
+class PolicyCheck(BaseCheck):
+    """Reports calls that match a forbidden rule; see the module docstring.
+
+    Args:
+        rules: rules in Python form, or as returned by ``rules_from_json`` (validated again).
+    """
+
+    name = "policy"
+
+    def __init__(self, rules: Sequence[Mapping[str, Any]]) -> None:
+        self.rules: list[Rule] = rules_from_python(rules)
+        self._by_tool: dict[str, list[tuple[int, Mapping[str, Any] | None]]] = {}
+        for i, rule in enumerate(self.rules):
+            self._by_tool.setdefault(rule["tool"], []).append((i, rule["args"]))
+        self.violations: list[dict[str, Any]] = []
+
+    def check_call(self, call: ToolCall, index: int | None = None) -> dict[str, Any] | None:
+        """Check one call; record and return its violation, or return None."""
+        candidates = self._by_tool.get(call.tool)
+        if candidates is None:
+            return None
+        args = call.args
+        for rule_index, rule_args in candidates:
+            if match_rule(args, rule_args):
+                violation = {
+                    "index": call.index if index is None else index,
+                    "tool": call.tool,
+                    "args": args or {},
+                    "rule": rule_index,
+                    "reason": self.rules[rule_index]["reason"],
+                }
+                self.violations.append(violation)
+                return violation
+        return None
+
+    def feed(self, batch: Batch) -> list[Finding]:
+        findings: list[Finding] = []
+        by_tool = self._by_tool
+        for call in batch.calls:
+            if call.tool not in by_tool:
+                continue
+            violation = self.check_call(call)
+            if violation is not None:
+                findings.append(_finding(call, violation))
+        return findings
+
+    def report(self) -> dict[str, Any]:
+        """``{"violation_count", "rule_count", "violations"}`` (Toolscore's layout)."""
+        return {
+            "violation_count": len(self.violations),
+            "rule_count": len(self.rules),
+            "violations": self.violations,
+        }
+
+    def metrics(self) -> dict[str, Any]:
+        """``{"policy_metrics": report()}``."""
+        return {"policy_metrics": self.report()}
+
+
+def _finding(call: ToolCall, violation: dict[str, Any]) -> Finding:
+    i = violation["index"]
+    message = f"call {i + 1} {call.tool} matches forbidden rule {violation['rule'] + 1}"
+    reason = violation["reason"]
+    if reason:
+        message += f": {reason}"
+    return Finding(
+        check="policy",
+        kind="forbidden_call",
+        severity="error",
+        message=message,
+        call_index=i,
+        tool=call.tool,
+        location=call.location,
+    )
+
+
+def policy_check(rules: Sequence[Mapping[str, Any]]) -> PolicyCheck:
+    """A forbidden-call check over ``rules`` (Python form or converted JSON form).
+
+    Raises:
+        RuleFileError: a malformed rule.
+    """
+    return PolicyCheck(rules)

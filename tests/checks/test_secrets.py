@@ -1,0 +1,235 @@
+"""The credential scan: every kind, paths, previews, order, boundaries and the corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolscore.calls import Batch, Finding, ToolCall
+from toolscore.checks.secrets import find_secrets, scan_call, secrets_check
+
+# Fake credentials, built from pieces so no file holds a whole one.
+ANTHROPIC = "sk-ant-" + "api03-" + "Ab3dEf6hIj9kLm2nOp5qRs8t"
+OPENAI_PROJ = "sk-proj-" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd"
+OPENAI = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
+GITHUB = "ghp" + "_" + "a1B2c3D4e5" * 3 + "F6g7H8"
+GITHUB_PAT = "github_pat_" + "11AbCdEfG_" * 6 + "xy"
+AWS = "AKIA" + "IOSFODNN7EXAMPLE"
+GOOGLE = "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6q"
+SLACK = "xoxb" + "-1234567890-abcdefghij"
+STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+PEM_HEADER = "-----BEGIN RSA " + "PRIVATE KEY-----"
+PEM = PEM_HEADER + "\nMIIEpAIBAAKCAQEA7x\nbody\n-----END RSA PRIVATE KEY-----\n"
+
+KEYS = {
+    "anthropic_api_key": ANTHROPIC,
+    "openai_api_key": OPENAI_PROJ,
+    "github_token": GITHUB,
+    "aws_access_key_id": AWS,
+    "google_api_key": GOOGLE,
+    "slack_token": SLACK,
+    "stripe_secret_key": STRIPE,
+    "private_key": PEM,
+}
+
+
+def call(tool: str, args: Any, index: int = 0) -> ToolCall:
+    return ToolCall(tool, args, index=index)
+
+
+def scan(args: Any) -> list[tuple[str, str, str]]:
+    return [(r["path"], r["kind"], r["preview"]) for r in scan_call(call("t", args))]
+
+
+def test_key_lengths_are_what_the_patterns_need() -> None:
+    assert len(GITHUB) == 40 and len(AWS) == 20 and len(GOOGLE) == 39
+
+
+@pytest.mark.parametrize(("kind", "key"), list(KEYS.items()))
+def test_every_kind_found_with_preview(kind: str, key: str) -> None:
+    expected = "-----BEGIN … PRIVATE KEY-----" if kind == "private_key" else f"{key[:4]}…{key[-2:]}"
+    assert scan({"v": key}) == [("v", kind, expected)]
+    assert scan({"v": f"Bearer {key} trailing"}) == [("v", kind, expected)]
+
+
+def test_other_openai_and_github_forms() -> None:
+    assert scan({"k": OPENAI}) == [("k", "openai_api_key", "sk-A…p6")]
+    assert scan({"k": GITHUB_PAT}) == [("k", "github_token", "gith…xy")]
+    for prefix in ("gho", "ghu", "ghs", "ghr"):
+        assert scan({"k": prefix + GITHUB[3:]})[0][1] == "github_token"
+    assert scan({"k": "ASIA" + AWS[4:]})[0][1] == "aws_access_key_id"
+    assert scan({"k": "rk_live_" + STRIPE[8:]})[0][1] == "stripe_secret_key"
+
+
+def test_paths_at_any_depth() -> None:
+    args = {
+        "headers": {"Authorization": f"Bearer {OPENAI_PROJ}"},
+        "files": [{"name": "id_rsa", "content": PEM}],
+        "list": [["x", AWS]],
+        5: SLACK,
+        "note": f"first line\nsecond line has {GITHUB}\nthird",
+    }
+    assert scan(args) == [
+        ("headers.Authorization", "openai_api_key", "sk-p…cd"),
+        ("files[0].content", "private_key", "-----BEGIN … PRIVATE KEY-----"),
+        ("list[0][1]", "aws_access_key_id", "AKIA…LE"),
+        ("5", "slack_token", "xoxb…ij"),
+        ("note", "github_token", "ghp_…H8"),
+    ]
+    assert scan([{"a": AWS}, GOOGLE]) == [
+        ("[0].a", "aws_access_key_id", "AKIA…LE"),
+        ("[1]", "google_api_key", "AIza…6q"),
+    ]
+
+
+def test_keys_numbers_and_bools_are_not_scanned() -> None:
+    assert scan({AWS: "value", "n": 5, "b": True, "none": None}) == []
+
+
+def test_non_random_openai_and_anthropic_keys_are_not_found() -> None:
+    assert scan({"k": "sk-" + "ab3" * 12}) == []  # no uppercase
+    assert scan({"k": "sk-" + "abCD" * 9}) == []  # no digit
+    assert scan({"k": "sk-ant-api03-" + "abc" * 8 + "xyz0123"}) == []
+    assert scan({"k": "sk-proj-" + "a" * 40}) == []
+    # the prefix supplies the lowercase letter: digits and uppercase suffice
+    assert scan({"k": "sk-" + "AB12" * 8})[0][1] == "openai_api_key"
+
+
+def test_exact_length_boundaries() -> None:
+    assert scan({"k": GITHUB + "a"}) == []  # 37 characters after ghp_
+    assert scan({"k": GITHUB[:-1]}) == []  # 35
+    assert scan({"k": AWS + "Q"}) == []  # 17 after AKIA
+    assert scan({"k": AWS[:-1]}) == []
+    assert scan({"k": GOOGLE[:-1] + "-"}) == []  # trailing \b fails at the end
+    assert scan({"k": "sk-" + "A1b2" * 7 + "A1b"}) == []  # 31 after sk-
+
+
+def test_word_boundaries() -> None:
+    assert scan({"k": "x" + OPENAI}) == []
+    assert scan({"k": "key_" + OPENAI}) == []
+    assert scan({"k": "Bearer " + OPENAI})[0][1] == "openai_api_key"
+
+
+def test_order_is_pattern_order_within_a_string() -> None:
+    text = f"{AWS} then {ANTHROPIC} then {PEM_HEADER}"
+    assert [k for _, k, _ in scan({"s": text})] == [
+        "private_key",
+        "anthropic_api_key",
+        "aws_access_key_id",
+    ]
+
+
+def test_span_claiming() -> None:
+    # sk-proj-... is claimed by the project pattern; the generic sk- pattern finds nothing more
+    assert [k for _, k, _ in scan({"s": OPENAI_PROJ})] == ["openai_api_key"]
+    # an anthropic key is not also an openai key
+    assert [k for _, k, _ in scan({"s": ANTHROPIC})] == ["anthropic_api_key"]
+    # two keys in one string are two findings
+    assert len(scan({"s": f"{AWS} {AWS}"})) == 2
+
+
+def test_corpus_has_no_false_positives(corpus: Path) -> None:
+    calls = []
+    for name in ("tau-bench-airline.jsonl", "toolbench.jsonl"):
+        for line in (corpus / name).read_bytes().splitlines():
+            d = orjson.loads(line)
+            calls.append(ToolCall(d["tool"], d.get("args")))
+    assert len(calls) > 1000
+    assert find_secrets(calls) == {"secret_count": 0, "secrets": []}
+
+
+def test_the_check_emits_findings_and_metrics() -> None:
+    items = [
+        call("search", {"q": "weather"}, 0),
+        call("fetch", {"headers": {"Authorization": f"Bearer {OPENAI_PROJ}"}}, 1),
+        call("http_post", {"body": {"text": AWS}}, 2),
+    ]
+    check = secrets_check()
+    findings = check.feed(Batch(calls=items, done=[]))
+    assert findings == [
+        Finding(
+            check="secrets",
+            kind="openai_api_key",
+            severity="error",
+            message="call 2 fetch passes a credential (openai_api_key) in "
+            "'headers.Authorization': sk-p…cd",
+            call_index=1,
+            tool="fetch",
+            preview="sk-p…cd",
+        ),
+        Finding(
+            check="secrets",
+            kind="aws_access_key_id",
+            severity="error",
+            message="call 3 http_post passes a credential (aws_access_key_id) in "
+            "'body.text': AKIA…LE",
+            call_index=2,
+            tool="http_post",
+            preview="AKIA…LE",
+        ),
+    ]
+    assert check.finish() == []
+    assert check.metrics() == {
+        "security_metrics": {
+            "secret_count": 2,
+            "secrets": [
+                {
+                    "index": 1,
+                    "tool": "fetch",
+                    "path": "headers.Authorization",
+                    "kind": "openai_api_key",
+                    "preview": "sk-p…cd",
+                },
+                {
+                    "index": 2,
+                    "tool": "http_post",
+                    "path": "body.text",
+                    "kind": "aws_access_key_id",
+                    "preview": "AKIA…LE",
+                },
+            ],
+        }
+    }
+    assert all(OPENAI_PROJ not in f.message and AWS not in f.message for f in findings)
+
+
+def test_values_orjson_cannot_dump_are_still_scanned() -> None:
+    assert scan({"n": 2**70, "k": AWS}) == [("k", "aws_access_key_id", "AKIA…LE")]
+    assert scan({1: AWS}) == [("1", "aws_access_key_id", "AKIA…LE")]
+    assert scan({"s": "\ud800 " + AWS}) == [("s", "aws_access_key_id", "AKIA…LE")]
+
+
+pieces = st.sampled_from([*KEYS.values(), "x", " ", "\n", "sk-", "AKIA", "_", "-----BEGIN "])
+texts = st.lists(pieces, max_size=6).map("".join)
+arg_values = st.recursive(
+    texts | st.integers() | st.none(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=3), arg_values, max_size=3), max_size=5))
+def test_batching_and_the_prefilter_change_nothing(all_args: list[dict[str, Any]]) -> None:
+    items = [call("t", a, i) for i, a in enumerate(all_args)]
+    whole = secrets_check()
+    f1 = whole.feed(Batch(calls=items))
+    single = secrets_check()
+    f2 = [f for c in items for f in single.feed(Batch(calls=[c]))]
+    assert f1 == f2
+    assert whole.metrics() == single.metrics() == {"security_metrics": find_secrets(items)}
+    # the prefilter never hides a finding: compare with a scan of every string
+    from toolscore.redact import iter_strings, scan_text
+
+    direct = [
+        (i, path, kind)
+        for i, a in enumerate(all_args)
+        for path, text in iter_strings(a)
+        for _s, _e, kind, _m in scan_text(text)
+    ]
+    assert [(r["index"], r["path"], r["kind"]) for r in whole.secrets] == direct

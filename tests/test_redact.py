@@ -1,0 +1,181 @@
+"""Redaction: every planted credential removed, whole PEM blocks, linear time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolscore.redact import (
+    PATTERNS,
+    may_contain_secret,
+    preview,
+    redact_secrets,
+    redact_value,
+    scan_text,
+)
+
+ANTHROPIC = "sk-ant-" + "api03-" + "Ab3dEf6hIj9kLm2nOp5qRs8t"
+OPENAI_PROJ = "sk-proj-" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd"
+GITHUB = "ghp" + "_" + "a1B2c3D4e5" * 3 + "F6g7H8"
+AWS = "AKIA" + "IOSFODNN7EXAMPLE"
+GOOGLE = "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6q"
+SLACK = "xoxb" + "-1234567890-abcdefghij"
+STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+BODY = "MIIEpAIBAAKCAQEA7xSECRETBODYLINE\nZm9vYmFyYmF6cXV4\n"
+PEM = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + BODY + "-----END RSA PRIVATE KEY-----"
+ALL = [ANTHROPIC, OPENAI_PROJ, GITHUB, AWS, GOOGLE, SLACK, STRIPE]
+
+
+def test_patterns_are_the_ten_in_order() -> None:
+    assert [k for k, _ in PATTERNS] == [
+        "private_key",
+        "anthropic_api_key",
+        "openai_api_key",
+        "openai_api_key",
+        "github_token",
+        "github_token",
+        "aws_access_key_id",
+        "google_api_key",
+        "slack_token",
+        "stripe_secret_key",
+    ]
+
+
+def test_every_planted_key_is_removed() -> None:
+    text = "report:\n" + "\n".join(f"- value {k} here" for k in ALL) + "\n" + PEM + "\nend"
+    out = redact_secrets(text)
+    for key in ALL:
+        assert key not in out
+    assert "SECRETBODY" not in out and "Zm9vYmFy" not in out
+    assert "END RSA PRIVATE KEY" not in out
+    assert out.startswith("report:\n- value [REDACTED anthropic_api_key: sk-a…8t] here\n")
+    assert "[REDACTED aws_access_key_id: AKIA…LE]" in out
+    assert out.endswith("[REDACTED private_key: -----BEGIN … PRIVATE KEY-----]\nend")
+
+
+def test_pem_without_end_is_redacted_to_the_end() -> None:
+    text = "key: -----BEGIN " + "PRIVATE KEY-----\n" + BODY
+    assert redact_secrets(text) == "key: [REDACTED private_key: -----BEGIN … PRIVATE KEY-----]"
+
+
+def test_two_pem_blocks_and_text_between() -> None:
+    block = "-----BEGIN EC " + "PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----"
+    out = redact_secrets(f"{block}\nkeep me\n{block}")
+    assert out == (
+        "[REDACTED private_key: -----BEGIN … PRIVATE KEY-----]\nkeep me\n"
+        "[REDACTED private_key: -----BEGIN … PRIVATE KEY-----]"
+    )
+
+
+def test_a_match_inside_a_pem_body_goes_with_the_block() -> None:
+    text = "-----BEGIN " + "PRIVATE KEY-----\n" + AWS + "\n-----END PRIVATE KEY-----!"
+    assert [m[2] for m in scan_text(text)] == ["private_key", "aws_access_key_id"]
+    assert redact_secrets(text) == "[REDACTED private_key: -----BEGIN … PRIVATE KEY-----]!"
+
+
+def test_text_without_secrets_is_returned_as_is() -> None:
+    text = "an ordinary sk- and AKIA mention, no key"
+    assert redact_secrets(text) is text
+    assert not may_contain_secret("plain text")
+    assert may_contain_secret(b"xoxb-")
+
+
+def test_non_random_keys_are_left() -> None:
+    text = "sk-" + "ab3" * 12
+    assert redact_secrets(text) == text
+
+
+def test_preview() -> None:
+    assert preview("aws_access_key_id", AWS) == "AKIA…LE"
+    assert preview("private_key", "whatever") == "-----BEGIN … PRIVATE KEY-----"
+
+
+def test_redact_value_nested() -> None:
+    value: dict[str, Any] = {"a": [AWS, {"b": (GITHUB, 3)}], AWS: None, "n": 1}
+    out = redact_value(value)
+    assert out == {
+        "a": [
+            "[REDACTED aws_access_key_id: AKIA…LE]",
+            {"b": ("[REDACTED github_token: ghp_…H8]", 3)},
+        ],
+        "[REDACTED aws_access_key_id: AKIA…LE]": None,
+        "n": 1,
+    }
+    assert value["a"][0] == AWS  # the input is not changed
+
+
+def test_many_secrets_redact_in_one_pass() -> None:
+    # Toolscore rebuilt the string per secret (quadratic); 20k secrets here take milliseconds.
+    text = " ".join([AWS] * 20_000)
+    out = redact_secrets(text)
+    assert out.count("[REDACTED aws_access_key_id: AKIA…LE]") == 20_000
+    assert AWS not in out
+
+
+def test_adversarial_strings_are_linear() -> None:
+    # A backtracking pattern would take minutes on these; the linear ones take milliseconds.
+    cases = [
+        "sk-" + "a" * 10**6,
+        "sk-ant-" + "a" * 10**6,
+        "-----BEGIN " + "A " * 10**5,
+        "-----BEGIN " + "A" * 10**6,
+        ("-----BEGIN " + "A " * 20) * 20_000,
+        "sk-" * 300_000,
+        ("sk-" + "a" * 31 + "-") * 30_000,
+        "xox" * 300_000,
+        "AKIA" * 250_000,
+    ]
+    for text in cases:
+        assert scan_text(text) == []
+    # one long run of the token alphabet is one match, found once
+    assert len(scan_text("github_pat_" * 90_000)) == 1
+    many_headers = "-----BEGIN PRIVATE " + "KEY-----" + "x" * 10
+    out = redact_secrets(many_headers * 30_000)
+    assert out == "[REDACTED private_key: -----BEGIN … PRIVATE KEY-----]"
+
+
+pieces = st.sampled_from([*ALL, PEM, "x", "\n", "-", "_", "sk-", "-----BEGIN "])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(pieces, max_size=10).map(" ".join))
+def test_redaction_leaves_no_match_and_is_idempotent(text: str) -> None:
+    out = redact_secrets(text)
+    assert scan_text(out) == []
+    assert redact_secrets(out) == out
+    for key in ALL:
+        assert key not in out
+
+
+def _toolscore_scan(text: str) -> list[tuple[int, int, str, str]]:
+    """Toolscore's algorithm as specified: no prefilter, a plain list of claimed spans."""
+    claimed: list[tuple[int, int]] = []
+    found = []
+    for kind, pattern in PATTERNS:
+        for m in pattern.finditer(text):
+            s, e = m.span()
+            if any(s < ce and cs < e for cs, ce in claimed):
+                continue
+            t = m.group()
+            if kind in ("anthropic_api_key", "openai_api_key") and not (
+                any(c.isdigit() for c in t)
+                and any(c.islower() for c in t)
+                and any(c.isupper() for c in t)
+            ):
+                continue
+            claimed.append((s, e))
+            found.append((s, e, kind, t))
+    return found
+
+
+scan_pieces = st.sampled_from(
+    [*ALL, PEM, "x", " ", "\n", "é", "-", "_", "sk-", "task-", "AKIA", "A1", "-----BEGIN "]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(scan_pieces, max_size=12).map("".join))
+def test_scan_matches_the_reference_algorithm(text: str) -> None:
+    assert scan_text(text) == _toolscore_scan(text)

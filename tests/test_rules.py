@@ -1,0 +1,208 @@
+"""Forbidden-rule loading: the JSON operators, validation and every RuleFileError."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolscore.calls import ToolCall
+from toolscore.errors import InputError, RuleFileError
+from toolscore.matchers import Contains, OneOf, Regex, Search
+from toolscore.rules import (
+    check_forbidden_calls,
+    load_forbidden_rules,
+    match_rule,
+    rules_from_json,
+    rules_from_python,
+)
+
+SEED_RULES: list[dict[str, Any]] = [
+    {
+        "tool": "run_shell",
+        "args": {"command": {"$regex": "rm -rf"}},
+        "reason": "destructive shell command",
+    },
+    {"tool": "read_file", "args": {"path": {"$contains": ".ssh"}}, "reason": "private keys"},
+    {"tool": "deploy", "args": {"env": {"$one_of": ["prod", "production"]}}},
+]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "forbidden.json"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_json_operators_become_matchers() -> None:
+    rules = rules_from_json(SEED_RULES)
+    assert isinstance(rules[0]["args"]["command"], Search)
+    assert isinstance(rules[1]["args"]["path"], Contains)
+    assert isinstance(rules[2]["args"]["env"], OneOf)
+    assert rules[2]["reason"] is None
+    assert [set(r) for r in rules] == [{"tool", "args", "reason"}] * 3
+
+
+def test_seed_regex_rule_is_a_search() -> None:
+    (rule,) = rules_from_json(SEED_RULES[:1])
+    args = rule["args"]
+    assert match_rule({"command": "rm -rf /"}, args)
+    assert match_rule({"command": "sudo rm -rf /"}, args)  # a prefix does not hide it
+    assert match_rule({"command": "ls\nrm -rf /"}, args)  # nor a second line
+    assert match_rule({"command": ["rm", "-rf", "/"]}, args)  # a list is joined with spaces
+    assert not match_rule({"command": "rm -r /tmp"}, args)
+    assert not match_rule({"command": None}, args)
+    assert not match_rule({}, args)
+
+
+def test_contains_and_one_of() -> None:
+    rules = rules_from_json(SEED_RULES)
+    assert match_rule({"path": "/home/u/.ssh/id_rsa"}, rules[1]["args"])
+    assert not match_rule({"path": "/etc/hosts"}, rules[1]["args"])
+    assert match_rule({"env": "production"}, rules[2]["args"])
+    assert not match_rule({"env": "staging"}, rules[2]["args"])
+
+
+def test_literals_stay_literal() -> None:
+    (rule,) = rules_from_json(
+        [{"tool": "t", "args": {"a": {"x": 1, "$regex": "y"}, "b": {"k": 1}, "c": "v"}}]
+    )
+    assert rule["args"] == {"a": {"x": 1, "$regex": "y"}, "b": {"k": 1}, "c": "v"}
+    assert match_rule({"a": {"x": 1, "$regex": "y"}, "b": {"k": 1}, "c": " v "}, rule["args"])
+    # operators apply at the top level only
+    (nested,) = rules_from_json([{"tool": "t", "args": {"a": {"b": {"$regex": "x"}}}}])
+    assert nested["args"]["a"] == {"b": {"$regex": "x"}}
+
+
+def test_lenient_comparison() -> None:
+    assert match_rule({"n": 1.0}, {"n": 1})
+    assert match_rule({"s": "  hi "}, {"s": "hi"})
+    assert not match_rule({"s": "HI"}, {"s": "hi"})
+    assert match_rule({"a": 1}, None)
+    assert match_rule(None, {})
+    assert not match_rule(["a"], {"a": 1})  # non-dict args never satisfy listed args
+
+
+def test_python_form_keeps_matchers_and_plain_values() -> None:
+    rules = rules_from_python(
+        [{"tool": "run_shell", "args": {"command": Regex(r".*rm -rf.*")}}, {"tool": "x"}]
+    )
+    assert isinstance(rules[0]["args"]["command"], Regex)
+    assert rules[1] == {"tool": "x", "args": None, "reason": None}
+    # Python-form dicts with $ keys are literal values, as in Toolscore
+    (rule,) = rules_from_python([{"tool": "t", "args": {"a": {"$regex": "x"}}}])
+    assert rule["args"]["a"] == {"$regex": "x"}
+
+
+def test_load_forbidden_rules(tmp_path: Path) -> None:
+    path = write(tmp_path, json.dumps(SEED_RULES, indent=2))
+    rules = load_forbidden_rules(path)
+    assert [r["tool"] for r in rules] == ["run_shell", "read_file", "deploy"]
+    assert load_forbidden_rules(str(path))[0]["reason"] == "destructive shell command"
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({"tool": "x"}, "forbidden rules must be a JSON list of rule objects, got dict"),
+        ([{"tool": "a"}, "rm"], "forbidden rule 1 must be an object, got 'rm'"),
+        ([{"tool": "a"}, {"tool": "b"}, {"tool": ""}], "forbidden rule 2 needs a non-empty 'tool'"),
+        ([{"args": {}}], "forbidden rule 0 needs a non-empty 'tool' string"),
+        ([{"tool": 5}], "forbidden rule 0 needs a non-empty 'tool' string"),
+        ([{"tool": "t", "args": ["a"]}], "forbidden rule 0 'args' must be an object, got ['a']"),
+        (
+            [{"tool": "t", "args": {"c": {"$regex": 5}}}],
+            "forbidden rule 0 argument 'c': $regex needs a pattern string, got 5",
+        ),
+        (
+            [{"tool": "t", "args": {"c": {"$regex": "("}}}],
+            "forbidden rule 0 argument 'c': invalid $regex pattern '(': missing ), unterminated",
+        ),
+        (
+            [{"tool": "t", "args": {"c": {"$one_of": "prod"}}}],
+            "forbidden rule 0 argument 'c': $one_of needs a list, got 'prod'",
+        ),
+        (
+            [{"tool": "t"}, {"tool": "t", "args": {"c": {"$regx": "rm"}}}],
+            "forbidden rule 1 argument 'c': unknown operator '$regx' "
+            "(known: $regex, $contains, $one_of)",
+        ),
+    ],
+)
+def test_rule_errors(data: Any, problem: str) -> None:
+    with pytest.raises(RuleFileError) as info:
+        rules_from_json(data)
+    assert info.value.path == "<rules>"
+    assert info.value.problem.startswith(problem)
+    assert str(info.value).startswith(f"<rules>: {problem}")
+
+
+def test_rule_errors_name_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, '[{"tool": "t", "args": {"c": {"$contains": "x"}}}, {"tool": ""}]')
+    with pytest.raises(RuleFileError) as info:
+        load_forbidden_rules(path)
+    assert info.value.path == str(path)
+    assert "forbidden rule 1 needs a non-empty 'tool' string" in str(info.value)
+
+
+def test_bad_json_names_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path, '[\n  {"tool": "a"},\n  {"tool": "b",}\n]')
+    with pytest.raises(RuleFileError) as info:
+        load_forbidden_rules(path)
+    err = info.value
+    assert err.line == 3
+    assert err.problem.startswith("not valid JSON: Expecting property name")
+    assert "(column 16)" in err.problem
+    assert str(err).startswith(f"{path}:3: not valid JSON")
+    assert isinstance(err, InputError)
+
+
+def test_missing_and_binary_files(tmp_path: Path) -> None:
+    with pytest.raises(RuleFileError, match="cannot read the rule file"):
+        load_forbidden_rules(tmp_path / "nope.json")
+    path = tmp_path / "bin.json"
+    path.write_bytes(b'[{"tool": "\xff"}]')
+    with pytest.raises(RuleFileError, match="not UTF-8") as info:
+        load_forbidden_rules(path)
+    assert info.value.offset == 11
+
+
+def test_python_form_errors() -> None:
+    with pytest.raises(RuleFileError, match="forbidden must be a list of rule dicts"):
+        rules_from_python({"tool": "x"})
+    with pytest.raises(RuleFileError, match="forbidden rule 0 'args' must be an object"):
+        rules_from_python([{"tool": "x", "args": "rm"}])
+
+
+def test_check_forbidden_calls_record_layout() -> None:
+    calls = [
+        ToolCall("run_shell", {"command": "make test"}),
+        ToolCall("run_shell", {"command": "sudo rm -rf /"}),
+        ToolCall("delete_repository", None),
+    ]
+    rules = rules_from_json(
+        [*SEED_RULES, {"tool": "delete_repository"}, {"tool": "run_shell", "reason": "any"}]
+    )
+    assert check_forbidden_calls(calls, rules) == {
+        "violation_count": 3,
+        "rule_count": 5,
+        "violations": [
+            {
+                "index": 0,
+                "tool": "run_shell",
+                "args": {"command": "make test"},
+                "rule": 4,
+                "reason": "any",
+            },
+            {
+                "index": 1,
+                "tool": "run_shell",
+                "args": {"command": "sudo rm -rf /"},
+                "rule": 0,
+                "reason": "destructive shell command",
+            },
+            {"index": 2, "tool": "delete_repository", "args": {}, "rule": 3, "reason": None},
+        ],
+    }
