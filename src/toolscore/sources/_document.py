@@ -1,0 +1,80 @@
+"""The JSON document decoder: items read through ijson at the detector's prefix.
+
+A fault in the document (bad JSON, invalid UTF-8, an early end) ends the input: it is the
+``error`` of the batch of the chunk where it was met, after the items completed before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from ..calls import Batch, Location
+from ._base import Dialect
+from ._ijson import ItemParser, pull_items
+from .jsonl import _Decoder
+
+__all__ = ["JsonDecoder"]
+
+
+class JsonDecoder(_Decoder):
+    """One JSON document, its items read at an ijson prefix.
+
+    Calls read from a document carry ``Location(source)`` without an offset: ijson reports
+    completed items, not where they started.
+
+    Args:
+        dialect: reads each item.
+        prefix: the ijson prefix of the items (``""`` is the whole document).
+        source: the file name.
+        description: what the input starts with (for the zero-call error).
+    """
+
+    def __init__(
+        self, dialect: Dialect, prefix: str, source: str, description: str = "a JSON document"
+    ) -> None:
+        super().__init__(dialect, source, description)
+        self.name = f"json/{dialect.name}"
+        self.prefix = prefix
+        self._parser = ItemParser(source, prefix)
+        self._location = Location(source)
+
+    def feed(self, chunk: bytes) -> Batch:
+        """Parse ``chunk``; a fault is the batch's ``error`` (pending calls complete then)."""
+        out = Batch()
+        items, error = self._parser.feed(chunk)
+        location = self._location
+        for obj in items:
+            self._item(obj, location, out)
+        if error is not None:
+            out.error = error
+            self.dialect.close(out)
+        return out
+
+    def pull(self, head: bytes, read: Callable[[int], bytes], size: int) -> Iterator[Batch]:
+        """Read the whole document by pulling: ``head``, then ``read(size)`` until it returns
+        ``b""``; one batch per chunk, the last one finished as :meth:`close` does.
+
+        Only for regular files: ``read`` is called while items are still being decoded, so a
+        live pipe would hold a chunk's calls until the next chunk arrives. Do not mix with
+        :meth:`feed`.
+        """
+        location = self._location
+        out = Batch()
+        for items, error in pull_items(head, read, size, self.source, self.prefix):
+            for obj in items:
+                self._item(obj, location, out)
+            if error is not None:
+                out.error = error
+                break
+            yield out
+            out = Batch()
+        yield self._finish(out)
+
+    def close(self) -> Batch:
+        """Finish the document: a truncated one is the batch's ``error``."""
+        out = Batch()
+        items, error = self._parser.close()
+        for obj in items:
+            self._item(obj, self._location, out)
+        out.error = error
+        return self._finish(out)

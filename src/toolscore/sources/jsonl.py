@@ -1,0 +1,145 @@
+"""The JSON Lines decoder: lines framed here, one value per line, each fed to a dialect.
+
+One :class:`Batch` is built per chunk. Lines are framed as httpx's ``LineDecoder`` does:
+complete lines are split off each chunk and the partial last line is kept for the next one,
+so a line is decoded as soon as its newline arrives. A bad line is one
+``input``/``malformed_line`` finding and decoding goes on; a blank line is skipped; a last
+line without a newline is decoded at the end, or reported as ``input``/``truncated_line``
+when it is not valid JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+from ..calls import Batch, Location
+from ..errors import FormatNotDetected, InputError
+from ._base import Dialect
+from ._util import input_finding
+from .detect import not_detected_problem
+
+__all__ = ["JsonlDecoder"]
+
+
+class _Decoder:
+    """What both decoders share: the dialect, and the zero-call check at the end."""
+
+    name: str
+
+    def __init__(self, dialect: Dialect, source: str, description: str) -> None:
+        self.dialect = dialect
+        self.source = source
+        self.description = description
+        """What the start of the input looked like, for the zero-call error."""
+
+    def _item(self, obj: Any, location: Location | None, out: Batch) -> None:
+        try:
+            self.dialect.item(obj, location, out)
+        except InputError as exc:
+            out.findings.append(input_finding("malformed_call", str(exc), location))
+
+    def _finish(self, out: Batch) -> Batch:
+        """End of input: complete the pending calls; no call at all is an error."""
+        self.dialect.close(out)
+        if out.error is None and self.dialect.next_index == 0:
+            out.error = FormatNotDetected(
+                self.source, not_detected_problem(self.description, read_as=self.name)
+            )
+        return out
+
+
+class JsonlDecoder(_Decoder):
+    """JSON Lines: one item per line.
+
+    Args:
+        dialect: reads each line's value.
+        source: the file name, for locations.
+        description: what the input starts with (for the zero-call error).
+    """
+
+    def __init__(self, dialect: Dialect, source: str, description: str = "JSON Lines") -> None:
+        super().__init__(dialect, source, description)
+        self.name = f"jsonl/{dialect.name}"
+        self._partial: list[bytes] = []
+        self._line = 0
+        """Lines decoded so far."""
+
+    def feed(self, chunk: bytes) -> Batch:
+        """Decode the lines completed by ``chunk``."""
+        out = Batch()
+        lines = chunk.split(b"\n")
+        if len(lines) == 1:
+            if chunk:
+                self._partial.append(chunk)
+            return out
+        tail = lines.pop()
+        if self._partial:
+            self._partial.append(lines[0])
+            lines[0] = b"".join(self._partial)
+            self._partial.clear()
+        if tail:
+            self._partial.append(tail)
+        self._decode(lines, out)
+        return out
+
+    def _decode(self, lines: list[bytes], out: Batch) -> None:
+        loads = orjson.loads
+        source = self.source
+        n = self._line
+        for raw in lines:
+            n += 1
+            if not raw or raw.isspace():
+                continue
+            location = Location(source, n)
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError:
+                ok, obj = self._fallback(raw, location, out)
+                if not ok:
+                    continue
+            self._item(obj, location, out)
+        self._line = n
+
+    def _fallback(self, raw: bytes, location: Location, out: Batch) -> tuple[bool, Any]:
+        """Lines orjson rejects: :mod:`json` takes NaN, huge integers and lone surrogates."""
+        try:
+            return True, json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            problem = f"invalid UTF-8 at column {exc.start + 1}"
+        except json.JSONDecodeError as exc:
+            problem = f"malformed JSON: {exc.msg} at column {exc.colno}"
+        except RecursionError:
+            problem = "malformed JSON: nested too deeply"
+        out.findings.append(input_finding("malformed_line", f"{location}: {problem}", location))
+        return False, None
+
+    def close(self) -> Batch:
+        """Decode the last line if it has no newline, then finish."""
+        out = Batch()
+        if self._partial:
+            raw = b"".join(self._partial)
+            self._partial.clear()
+            if raw.strip():
+                n = self._line + 1
+                location = Location(self.source, n)
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    try:
+                        obj = json.loads(raw.decode("utf-8"))
+                    except (ValueError, RecursionError):
+                        out.findings.append(
+                            input_finding(
+                                "truncated_line",
+                                f"{location}: truncated last line (the input ends without a "
+                                "newline inside a JSON value); the line is ignored",
+                                location,
+                            )
+                        )
+                        return self._finish(out)
+                self._item(obj, location, out)
+                self._line = n
+        return self._finish(out)
