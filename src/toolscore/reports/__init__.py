@@ -1,0 +1,94 @@
+"""Reports: the console summary (rich), Markdown, HTML and the streamed JSON record.
+
+Every human-facing report (console, Markdown, HTML) goes through redaction; the JSON record
+keeps the arguments as recorded. Only :mod:`toolscore.reports.console` imports rich, and
+nothing here is imported by ``import toolscore``.
+
+Renderers read an :class:`~toolscore.result.EvaluationResult` through the small
+:class:`ReportResult` protocol below, so they can be tested on any object of that shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..verdict import verdict_word
+
+if TYPE_CHECKING:
+    from ..calls import Finding, ToolCall
+    from ..errors import InputError
+
+__all__ = [
+    "ReportResult",
+    "failed_calls",
+    "number",
+    "required_counts",
+    "secret_count",
+    "section",
+    "verdict_word",
+]
+
+
+class ReportResult(Protocol):
+    """What the reports read from an evaluation result."""
+
+    @property
+    def score(self) -> float: ...
+    @property
+    def grade(self) -> str: ...
+    @property
+    def selection_accuracy(self) -> float: ...
+    @property
+    def argument_f1(self) -> float: ...
+    @property
+    def sequence_accuracy(self) -> float: ...
+    @property
+    def required_call_recall(self) -> float | None: ...
+    @property
+    def policy_violations(self) -> Sequence[Mapping[str, Any]]: ...
+    @property
+    def findings(self) -> Sequence[Finding]: ...
+    @property
+    def input_error(self) -> InputError | None: ...
+    @property
+    def metrics(self) -> Mapping[str, Any]: ...
+    @property
+    def gold_calls(self) -> Sequence[ToolCall]: ...
+    @property
+    def trace_calls_count(self) -> int: ...
+
+    def behavior_findings(self) -> list[tuple[str, str]]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def section(metrics: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """``metrics[name]`` when it is a mapping, else an empty one (absent or skipped metric)."""
+    value = metrics.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def number(value: Any, default: float = 0.0) -> float:
+    """A metric value as a float (``default`` when absent or not a number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return float(value)
+
+
+def secret_count(result: ReportResult) -> int:
+    """How many credential findings the security check reported."""
+    return int(number(section(result.metrics, "security_metrics").get("secret_count")))
+
+
+def failed_calls(result: ReportResult) -> int:
+    """How many calls failed (``efficiency_metrics.error_count``)."""
+    return int(number(section(result.metrics, "efficiency_metrics").get("error_count")))
+
+
+def required_counts(result: ReportResult) -> tuple[int, int] | None:
+    """``(completed, required)`` for the "Required calls completed" line, or ``None``."""
+    recall = result.required_call_recall
+    if recall is None:
+        return None
+    total = len(result.gold_calls)
+    return round(recall * total), total

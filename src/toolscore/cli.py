@@ -1,0 +1,447 @@
+"""The ``toolscore`` command line (typer): ``eval`` here, more commands registered later.
+
+The CLI is thin: it parses options, calls :func:`toolscore.api.evaluate_trace`, writes the
+reports and prints the summary; exit statuses come from :func:`toolscore._exitcodes.exit_code`.
+``import toolscore`` never imports this module (nor typer or rich).
+
+Other commands live in their own modules and register themselves on :data:`app`: a module
+named in :data:`EXTRA_COMMANDS` exposes ``register(app: typer.Typer) -> None``, which is
+called before the command line is parsed. Such a module may reuse :func:`error_line`,
+:func:`parse_weights` and :func:`toolscore.reports.console.make_console`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import importlib
+import io
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Annotated, Any, cast
+
+import typer
+
+from ._exitcodes import EXIT_ERROR, Outcome, exit_code
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, Task, TaskID
+    from rich.text import Text
+
+    from .calls import ToolCall
+    from .reports import ReportResult
+
+__all__ = [
+    "EXTRA_COMMANDS",
+    "EvalOptions",
+    "app",
+    "error_line",
+    "main",
+    "parse_weights",
+    "run_eval",
+]
+
+PROGRESS_MIN_BYTES = 20 * 1024 * 1024
+"""Trace size from which a progress bar is shown (when stderr is a terminal)."""
+
+EXTRA_COMMANDS: tuple[str, ...] = ()
+"""Modules that add commands: each exposes ``register(app)``."""
+
+_SCORE_EPSILON = 1e-9  # a perfect default score is 0.9999999999999999
+
+app = typer.Typer(
+    name="toolscore",
+    help="Evaluate LLM-agent tool calls against a gold file: score, grade, safety checks.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+def error_line(message: str) -> None:
+    """Print ``toolscore: error: {message}`` (redacted, on one line) to stderr."""
+    from .redact import redact_secrets
+
+    text = " ".join(redact_secrets(message).splitlines())
+    sys.stderr.write(f"toolscore: error: {text}\n")
+    sys.stderr.flush()
+
+
+def parse_weights(items: list[str]) -> dict[str, float] | None:
+    """Parse repeated ``--weight NAME=VALUE`` options (``None`` when none were given).
+
+    Only the form is checked here; names and values are checked by the evaluation.
+
+    Raises:
+        ValueError: an item is not ``NAME=VALUE`` with a number as value.
+    """
+    if not items:
+        return None
+    weights: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--weight: expected NAME=VALUE, got {item!r}") from None
+    return weights
+
+
+@dataclass
+class EvalOptions:
+    """The options of ``toolscore eval``, as parsed by typer."""
+
+    gold: str
+    trace: str
+    format: str = "auto"
+    weights: list[str] = field(default_factory=list)
+    output: str = "toolscore.json"
+    markdown: str | None = None
+    html: str | None = None
+    verbose: bool = False
+    fail_under: str | None = None
+    forbidden: str | None = None
+    fail_on_violations: bool = False
+
+
+# -- progress ------------------------------------------------------------------------------
+
+
+class _ProgressReader(io.RawIOBase):
+    """A binary file that advances a progress task as it is read; ``read1`` never blocks
+    longer than the file below it does."""
+
+    def __init__(self, raw: IO[bytes], name: str, advance: Callable[[int], None]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._name = name
+        self._advance = advance
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = self._raw.readinto(buffer)  # type: ignore[attr-defined]
+        if count:
+            self._advance(count)
+        return int(count or 0)
+
+    def read1(self, size: int = -1) -> bytes:
+        reader = getattr(self._raw, "read1", self._raw.read)
+        data: bytes = reader(size if size is not None and size > 0 else io.DEFAULT_BUFFER_SIZE)
+        if data:
+            self._advance(len(data))
+        return data
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = self._raw.read(-1 if size is None else size)
+        if data:
+            self._advance(len(data))
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _calls_column() -> Any:
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class CallsColumn(ProgressColumn):
+        """Calls read so far and calls per second."""
+
+        def render(self, task: Task) -> Text:
+            calls = int(task.fields.get("calls", 0))
+            elapsed = task.elapsed or 0.0
+            rate = calls / elapsed if elapsed > 0 else 0.0
+            return Text(f"{calls:,} calls ({rate:,.0f}/s)", style="cyan")
+
+    return CallsColumn()
+
+
+def _wants_progress(trace: str) -> bool:
+    if trace == "-" or not sys.stderr.isatty():
+        return False
+    try:
+        return os.path.getsize(trace) > PROGRESS_MIN_BYTES
+    except OSError:
+        return False
+
+
+def _open_with_progress(
+    trace: str, progress: Progress, task: TaskID, stack: contextlib.ExitStack
+) -> IO[bytes]:
+    raw = stack.enter_context(open(trace, "rb"))
+    reader = _ProgressReader(raw, trace, lambda n: progress.advance(task, n))
+    if trace.endswith(".gz"):
+        unzipped = gzip.GzipFile(filename=trace, mode="rb", fileobj=reader)
+        stack.callback(unzipped.close)
+        return cast("IO[bytes]", unzipped)
+    return stack.enter_context(io.BufferedReader(reader, buffer_size=1 << 16))
+
+
+# -- eval ------------------------------------------------------------------------------------
+
+
+def _gates(result: ReportResult, opts: EvalOptions, threshold: float | str | None) -> Outcome:
+    from .reports import secret_count
+    from .verdict import passes
+
+    violations = False
+    below = False
+    if opts.fail_on_violations:
+        count = len(result.policy_violations) + secret_count(result)
+        if count > 0:
+            violations = True
+            sys.stderr.write(
+                f"ERROR {count} forbidden call(s) or credential(s) found (--fail-on-violations)\n"
+            )
+    if threshold is not None:
+        score = result.score
+        if isinstance(threshold, str):
+            below = not passes(score, threshold)
+            what = f"grade {result.grade} is below --fail-under {threshold}"
+        else:
+            below = not score >= threshold - _SCORE_EPSILON
+            what = f"score {score:.1%} is below --fail-under {opts.fail_under}"
+        if below:
+            sys.stderr.write(f"FAIL {what}\n")
+    sys.stderr.flush()
+    return Outcome(violations=violations, below_threshold=below)
+
+
+def _evaluate(
+    opts: EvalOptions,
+    weights: dict[str, float] | None,
+    on_calls: Callable[[list[ToolCall]], None],
+    on_finding: Callable[[list[Any]], None],
+) -> ReportResult:
+    from .api import evaluate_trace
+
+    def run(trace: Any, calls_sink: Callable[[list[ToolCall]], None]) -> ReportResult:
+        result: ReportResult = evaluate_trace(
+            opts.gold,
+            trace,
+            format=opts.format,
+            weights=weights,
+            forbidden=opts.forbidden,
+            on_finding=on_finding,
+            on_calls=calls_sink,
+        )
+        return result
+
+    if not _wants_progress(opts.trace):
+        return run(opts.trace, on_calls)
+
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn("Reading"),
+        BarColumn(),
+        DownloadColumn(),
+        _calls_column(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = progress.add_task("trace", total=os.path.getsize(opts.trace), calls=0)
+    counted = [0]
+
+    def counting(calls: list[ToolCall]) -> None:
+        on_calls(calls)
+        counted[0] += len(calls)
+        progress.update(task, calls=counted[0])
+
+    with progress, contextlib.ExitStack() as stack:
+        return run(_open_with_progress(opts.trace, progress, task, stack), counting)
+
+
+def run_eval(opts: EvalOptions) -> int:
+    """Run ``toolscore eval``: evaluate, write the reports, print the summary, apply gates.
+
+    Returns:
+        The exit status (see :func:`toolscore._exitcodes.exit_code`).
+    """
+    from .errors import InputError, ToolscoreError
+    from .reports.json import CallSpool, FindingSpool, write_json_report
+    from .verdict import parse_fail_under
+
+    try:
+        weights = parse_weights(opts.weights)
+        threshold = None if opts.fail_under is None else parse_fail_under(opts.fail_under)
+    except ValueError as exc:
+        error_line(str(exc))
+        return exit_code(Outcome(usage_error=True))
+
+    with CallSpool() as spool, FindingSpool() as findings:
+        try:
+            result = _evaluate(opts, weights, spool, findings)
+        except InputError as exc:
+            error_line(str(exc))
+            return exit_code(Outcome(input_error=True))
+        except (ToolscoreError, ValueError) as exc:
+            error_line(str(exc))
+            return exit_code(Outcome(usage_error=True))
+        except OSError as exc:
+            error_line(_os_error(exc))
+            return exit_code(Outcome(input_error=True))
+        try:
+            write_json_report(result, opts.output, spool, findings=findings)
+        except OSError as exc:
+            error_line(f"cannot write the JSON report: {_os_error(exc)}")
+            return EXIT_ERROR
+    try:
+        if opts.html:
+            from .reports.html import write_html
+
+            write_html(result, opts.html)
+        if opts.markdown:
+            from .reports.markdown import write_markdown
+
+            write_markdown(result, opts.markdown)
+    except OSError as exc:
+        error_line(f"cannot write a report: {_os_error(exc)}")
+        return EXIT_ERROR
+
+    _print_summary(result, opts)
+    outcome = _gates(result, opts, threshold)
+    if result.input_error is not None:
+        error_line(str(result.input_error))
+        outcome = Outcome(
+            input_error=True,
+            violations=outcome.violations,
+            below_threshold=outcome.below_threshold,
+        )
+    return exit_code(outcome)
+
+
+def _os_error(exc: OSError) -> str:
+    if exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)
+
+
+def _print_summary(result: ReportResult, opts: EvalOptions) -> None:
+    from rich.text import Text
+
+    from .reports.console import EvalSummary, make_console
+
+    console = make_console()
+    console.print(EvalSummary(result, verbose=opts.verbose))
+    console.print(Text(f"> JSON report: {opts.output}"))
+    if opts.html:
+        console.print(Text(f"> HTML report: {opts.html}"))
+    if opts.markdown:
+        console.print(Text(f"> Markdown report: {opts.markdown}"))
+    console.print()
+    console.file.flush()
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def _version(value: bool) -> None:
+    if value:
+        import toolscore
+
+        typer.echo(f"toolscore, version {getattr(toolscore, '__version__', '0.0.0')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Evaluate LLM-agent tool calls against a gold file: score, grade, safety checks."""
+
+
+@app.command("eval")
+def eval_command(
+    gold_file: Annotated[str, typer.Argument(help="The gold (expected calls) JSON file.")],
+    trace_file: Annotated[
+        str, typer.Argument(help="The trace: a file, a .gz file, or - for stdin.")
+    ],
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="Trace format, or auto to detect it.")
+    ] = "auto",
+    weight: Annotated[
+        list[str] | None,
+        typer.Option("--weight", help="Score weight NAME=VALUE (repeatable).", show_default=False),
+    ] = None,
+    output: Annotated[
+        str, typer.Option("--output", "-o", help="The JSON report (always written).")
+    ] = "toolscore.json",
+    markdown: Annotated[
+        str | None, typer.Option("--markdown", help="Also write a Markdown report.")
+    ] = None,
+    html: Annotated[str | None, typer.Option("--html", help="Also write an HTML report.")] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show the detailed metrics.")
+    ] = False,
+    fail_under: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-under", help="Exit 1 when the score (0-1) or grade (A-F) is below this."
+        ),
+    ] = None,
+    forbidden: Annotated[
+        str | None, typer.Option("--forbidden", help="A JSON file of forbidden-call rules.")
+    ] = None,
+    fail_on_violations: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-violations", help="Exit 1 when a forbidden call or a credential is found."
+        ),
+    ] = False,
+) -> None:
+    """Score a trace against a gold file and report behavior and safety findings."""
+    opts = EvalOptions(
+        gold=gold_file,
+        trace=trace_file,
+        format=format,
+        weights=list(weight or ()),
+        output=output,
+        markdown=markdown,
+        html=html,
+        verbose=verbose,
+        fail_under=fail_under,
+        forbidden=forbidden,
+        fail_on_violations=fail_on_violations,
+    )
+    try:
+        code = run_eval(opts)
+    except Exception as exc:
+        if verbose:
+            raise
+        error_line(f"internal error: {type(exc).__name__}: {exc} (run with -v for details)")
+        code = exit_code(Outcome(internal_error=True))
+    raise typer.Exit(code)
+
+
+def _register_extra_commands() -> None:
+    for module in EXTRA_COMMANDS:
+        importlib.import_module(module).register(app)
+
+
+def main() -> None:
+    """The console-script entry point."""
+    _register_extra_commands()
+    app(prog_name="toolscore")
+
+
+EXTRA_COMMANDS += ("toolscore._watch_cli",)  # toolscore watch (issue 4)

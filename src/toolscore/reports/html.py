@@ -1,0 +1,193 @@
+"""The HTML report: one self-contained page (inline CSS, no script, no template engine).
+
+Every piece of data is redacted with ``redact_secrets`` and then escaped with
+``html.escape``; the finished page is redacted once more. Like the Markdown report it holds
+no per-call listing and caps long lists (see Toolscore's 126 MB reports in the reference).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from ..redact import redact_secrets
+from . import ReportResult, failed_calls, number, required_counts, section
+from ._issues import top_issues
+
+__all__ = ["MAX_LIST", "render_html", "write_html"]
+
+MAX_LIST = 100
+"""Findings and tools shown at most; the JSON report holds them all."""
+
+_RANK = {"error": 0, "warning": 1, "info": 2}
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
+max-width:60rem;padding:0 1rem;color:#1f2328;background:#fff}
+h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d0d7de}
+.summary{display:flex;gap:1rem;flex-wrap:wrap}
+.card{border:1px solid #d0d7de;border-radius:6px;padding:.75rem 1rem;min-width:10rem}
+.card .label{font-size:.85rem;color:#59636e}.card .value{font-size:1.4rem;font-weight:600}
+.good .value{color:#1a7f37}.warning .value{color:#9a6700}.bad .value{color:#cf222e}
+ul.findings{list-style:none;padding-left:0}ul.findings li{padding:.25rem 0}
+.sev{display:inline-block;min-width:5rem;font-weight:600}
+.sev-error{color:#cf222e}.sev-warning{color:#9a6700}.sev-info{color:#0969da}
+.incomplete{border-left:4px solid #cf222e;padding:.5rem 1rem;background:#fff5f5}
+footer{margin-top:3rem;color:#59636e;font-size:.85rem}
+"""
+
+
+def _t(text: object) -> str:
+    """Data as safe HTML text: redacted, then escaped."""
+    return html.escape(redact_secrets(str(text)))
+
+
+def _grade_class(value: float) -> str:
+    if value >= 0.8:
+        return "good"
+    if value >= 0.5:
+        return "warning"
+    return "bad"
+
+
+def _card(label: str, value: str, css: str = "") -> str:
+    classes = f"card {css}" if css else "card"
+    return (
+        f'<div class="{classes}"><div class="label">{_t(label)}</div>'
+        f'<div class="value">{_t(value)}</div></div>'
+    )
+
+
+def _list_items(items: list[str]) -> str:
+    shown = [f"<li>{_t(item)}</li>" for item in items[:MAX_LIST]]
+    if len(items) > MAX_LIST:
+        shown.append(f"<li>... and {len(items) - MAX_LIST} more (see the JSON report)</li>")
+    return "".join(shown)
+
+
+def render_html(result: ReportResult, *, now: datetime | None = None) -> str:
+    """The HTML report as one (redacted, escaped) string.
+
+    Args:
+        result: the evaluation result.
+        now: the time to print as "Generated" (default: now).
+    """
+    metrics = result.metrics
+    when = (now or datetime.now()).strftime("%Y-%m-%d %H:%M:%S")
+    parts: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>Toolscore Evaluation Report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Toolscore Evaluation Report</h1>",
+        f"<p>Generated: {_t(when)}</p>",
+        "<h2>Summary</h2>",
+        '<div class="summary">',
+        _card("Expected calls", str(len(result.gold_calls))),
+        _card("Actual calls", str(result.trace_calls_count)),
+        _card(
+            "Score",
+            f"{result.score * 100:.1f}% ({result.grade})",
+            _grade_class(result.score),
+        ),
+    ]
+    counts = required_counts(result)
+    recall = result.required_call_recall
+    if counts is not None and recall is not None:
+        parts.append(
+            _card(
+                "Required calls completed",
+                f"{counts[0]} of {counts[1]} ({recall * 100:.0f}%)",
+                _grade_class(recall),
+            )
+        )
+    parts.append("</div>")
+    error = result.input_error
+    if error is not None:
+        parts.append(
+            f'<p class="incomplete">Trace incomplete: {_t(error)} — evaluated the '
+            f"{result.trace_calls_count} calls read before it</p>"
+        )
+
+    parts.append("<h2>Behavior and Safety</h2>")
+    findings = sorted(result.behavior_findings(), key=lambda f: _RANK.get(f[0], 3))
+    if not findings:
+        parts.append("<p>No failed calls, credentials or forbidden calls found.</p>")
+    else:
+        parts.append('<ul class="findings">')
+        for severity, message in findings[:MAX_LIST]:
+            sev = _t(severity)
+            parts.append(
+                f'<li><span class="sev sev-{sev}">{_t(severity.upper())}</span> {_t(message)}</li>'
+            )
+        if len(findings) > MAX_LIST:
+            parts.append(f"<li>... and {len(findings) - MAX_LIST} more (see the JSON report)</li>")
+        parts.append("</ul>")
+
+    efficiency = section(metrics, "efficiency_metrics")
+    redundant = number(efficiency.get("redundant_rate"))
+    parts += ["<h2>Core Metrics</h2>", '<div class="summary">']
+    for label, value in (
+        ("Invocation Accuracy", number(metrics.get("invocation_accuracy"))),
+        ("Selection Accuracy", result.selection_accuracy),
+        ("Sequence Accuracy", result.sequence_accuracy),
+        ("Argument F1", result.argument_f1),
+    ):
+        parts.append(_card(label, f"{value * 100:.1f}%", _grade_class(value)))
+    red_css = "good" if redundant <= 0.2 else "warning" if redundant <= 0.5 else "bad"
+    parts.append(_card("Redundant Call Rate", f"{redundant * 100:.1f}%", red_css))
+    failed = failed_calls(result)
+    if failed:
+        parts.append(_card("Failed Calls", str(failed), "bad"))
+    parts.append("</div>")
+
+    issues, total = top_issues(metrics, 8)
+    if issues:
+        parts += ["<h2>Top Issues to Fix</h2>", "<ol>"]
+        for issue in issues:
+            parts.append(
+                f"<li><strong>{_t(issue.tool)}</strong> {_t(issue.problem)}"
+                f"<br><small>{_t(issue.fix)}</small></li>"
+            )
+        parts.append("</ol>")
+        if total > len(issues):
+            parts.append(f"<p>... and {total - len(issues)} more issue(s)</p>")
+
+    correctness = section(metrics, "tool_correctness_metrics")
+    missing = [str(t) for t in correctness.get("missing_tools") or ()]
+    extra = [str(t) for t in correctness.get("extra_tools") or ()]
+    if missing or extra:
+        parts.append("<h2>Tool Coverage</h2>")
+        if missing:
+            parts.append(f"<p>Missing tools:</p><ul>{_list_items(missing)}</ul>")
+        if extra:
+            parts.append(f"<p>Extra tools:</p><ul>{_list_items(extra)}</ul>")
+
+    parts += _performance(metrics)
+    parts += ["<footer>Generated by toolscore</footer>", "</body></html>", ""]
+    return redact_secrets("\n".join(parts))
+
+
+def _performance(metrics: Mapping[str, Any]) -> list[str]:
+    latency = section(metrics, "latency_metrics")
+    cost = section(metrics, "cost_metrics")
+    if not latency and not cost:
+        return []
+    parts = ["<h2>Performance Metrics</h2>", '<div class="summary">']
+    if latency:
+        parts.append(_card("Total duration", f"{number(latency.get('total_duration')):.3f}s"))
+        parts.append(_card("Mean duration", f"{number(latency.get('average_duration')):.3f}s"))
+    if cost:
+        parts.append(_card("Total cost", f"${number(cost.get('total_cost')):.4f}"))
+    parts.append("</div>")
+    return parts
+
+
+def write_html(result: ReportResult, path: str | os.PathLike[str]) -> None:
+    """Write :func:`render_html` to ``path`` (UTF-8)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(render_html(result))

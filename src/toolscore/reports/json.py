@@ -1,0 +1,206 @@
+"""The JSON report, written in pieces so that memory stays flat however long the trace.
+
+The layout is Toolscore's record (``EvaluationResult.to_dict()``: schema_version, score,
+grade, weights, required_call_recall, metrics, calls, counts) preceded by ``timestamp``, a
+``summary`` (the verdict for scripts) and every ``findings`` line. The actual calls are not
+kept in memory: a :class:`CallSpool` passed as ``on_calls`` to ``evaluate_trace`` appends
+each completed call to a temporary file as one JSON line, and :func:`write_json_report`
+copies that file into ``calls.actual`` in large chunks.
+
+The record keeps arguments as recorded, credentials included (treat it like the trace).
+"""
+
+from __future__ import annotations
+
+import json as _stdlib_json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from types import TracebackType
+from typing import IO, Any, TypeVar
+
+import orjson
+
+from ..calls import Finding, ToolCall
+from ..result import call_record, json_safe
+from . import ReportResult, failed_calls, secret_count
+
+__all__ = ["CallSpool", "FindingSpool", "dumps", "summary", "write_json_report"]
+
+_Spool = TypeVar("_Spool", bound="_LineSpool")
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+_CHUNK = 1 << 20
+_OWN_KEYS = frozenset({"timestamp", "summary", "findings"})
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return repr(obj)
+
+
+def dumps(value: Any, *, indent: bool = False) -> bytes:
+    """``value`` as JSON bytes; what JSON cannot hold is stored as its ``repr``.
+
+    orjson does the work; values it refuses outright (integers beyond 64 bits) go through
+    ``json_safe`` and, failing that, the standard library.
+    """
+    option = _OPTIONS | orjson.OPT_INDENT_2 if indent else _OPTIONS
+    try:
+        return orjson.dumps(value, default=_default, option=option)
+    except TypeError:
+        safe = json_safe(value)
+        try:
+            return orjson.dumps(safe, default=_default, option=option)
+        except TypeError:
+            text = _stdlib_json.dumps(safe, default=repr, indent=2 if indent else None)
+            return text.encode("utf-8", "surrogatepass")
+
+
+class _LineSpool:
+    """A temporary file of JSON lines, one per record; memory use is one batch."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self._file: IO[bytes] = tempfile.TemporaryFile(dir=directory)
+        self.count = 0
+
+    def _append(self, records: Iterable[Any]) -> None:
+        # write each line at once: a list of orjson results would hold a few KB per record
+        write = self._file.write
+        count = 0
+        for record in records:
+            write(dumps(record))
+            write(b"\n")
+            count += 1
+        self.count += count
+
+    def copy_to(self, out: IO[bytes], separator: bytes) -> None:
+        """Write the spooled records to ``out``, separated by ``separator`` (no trailing one)."""
+        fh = self._file
+        fh.flush()
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(0)
+        remaining = size - 1  # the last byte is the final newline
+        while remaining > 0:
+            chunk = fh.read(min(_CHUNK, remaining))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+            out.write(chunk.replace(b"\n", separator))
+        fh.seek(0, os.SEEK_END)
+
+    def close(self) -> None:
+        """Delete the temporary file."""
+        self._file.close()
+
+    def __enter__(self: _Spool) -> _Spool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class CallSpool(_LineSpool):
+    """Receives completed calls in batches (``on_calls=``) and keeps their records on disk.
+
+    Example::
+
+        with CallSpool() as spool:
+            result = evaluate_trace(gold, trace, on_calls=spool)
+            write_json_report(result, "toolscore.json", spool)
+    """
+
+    def __call__(self, calls: list[ToolCall]) -> None:
+        self._append(call_record(call) for call in calls)
+
+
+class FindingSpool(_LineSpool):
+    """Receives findings in batches (``on_finding=``): every finding, beyond the cap the
+    result keeps in memory."""
+
+    def __call__(self, findings: list[Finding]) -> None:
+        self._append(finding.to_json() for finding in findings)
+
+
+def summary(result: ReportResult, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict for scripts: counts, score, grade, weights and the safety totals."""
+    error = result.input_error
+    return {
+        "gold_calls_count": record.get("gold_calls_count", len(result.gold_calls)),
+        "trace_calls_count": record.get("trace_calls_count", result.trace_calls_count),
+        "score": record.get("score", result.score),
+        "grade": record.get("grade", result.grade),
+        "weights": record.get("weights"),
+        "required_call_recall": result.required_call_recall,
+        "failed_calls": failed_calls(result),
+        "policy_violations": len(result.policy_violations),
+        "secrets": secret_count(result),
+        "complete": error is None,
+        "input_error": None if error is None else error.to_json(),
+    }
+
+
+def _indented(value: Any, level: int) -> bytes:
+    # JSON strings never hold a raw newline, so re-indenting the lines is safe
+    return dumps(value, indent=True).replace(b"\n", b"\n" + b"  " * level)
+
+
+def write_json_report(
+    result: ReportResult,
+    path: str | os.PathLike[str],
+    spool: CallSpool | None = None,
+    *,
+    findings: FindingSpool | None = None,
+    now: datetime | None = None,
+) -> None:
+    """Write the JSON report to ``path``, streaming the calls from ``spool``.
+
+    Args:
+        result: the evaluation result.
+        path: where to write.
+        spool: the calls as spooled during the evaluation; without it the calls are those
+            ``result.to_dict()`` lists (all of them for in-memory results).
+        findings: every finding as spooled; without it, ``result.findings``.
+        now: the timestamp (default: now, local time, ISO 8601).
+    """
+    record = result.to_dict()
+    calls = record.get("calls")
+    calls = calls if isinstance(calls, Mapping) else {"expected": [], "actual": []}
+    keys = [key for key in record if key not in _OWN_KEYS]
+    if "calls" not in keys:  # calls go right after metrics, as in to_dict()
+        keys.insert(keys.index("metrics") + 1 if "metrics" in keys else len(keys), "calls")
+    with open(path, "wb") as out:
+        out.write(b"{\n")
+        out.write(b'  "timestamp": ' + dumps((now or datetime.now()).isoformat()))
+        out.write(b',\n  "summary": ' + _indented(summary(result, record), 1))
+        out.write(b',\n  "findings": ')
+        if findings is not None and findings.count:
+            out.write(b"[\n    ")
+            findings.copy_to(out, b",\n    ")
+            out.write(b"\n  ]")
+        else:
+            out.write(_indented([f.to_json() for f in result.findings], 1))
+        for key in keys:
+            out.write(b",\n  " + dumps(key) + b": ")
+            if key != "calls":
+                out.write(_indented(record[key], 1))
+                continue
+            out.write(b'{\n    "expected": ' + _indented(calls.get("expected", []), 2))
+            out.write(b',\n    "actual": ')
+            if spool is not None:
+                if spool.count:
+                    out.write(b"[\n      ")
+                    spool.copy_to(out, b",\n      ")
+                    out.write(b"\n    ]")
+                else:
+                    out.write(b"[]")
+            else:
+                out.write(_indented(calls.get("actual", []), 2))
+            out.write(b"\n  }")
+        out.write(b"\n}\n")

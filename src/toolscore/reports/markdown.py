@@ -1,0 +1,170 @@
+"""The Markdown report: a short summary fit for a pull request or a GitHub job summary.
+
+Unlike Toolscore 1.10 it does not dump every metric (its trajectory details repeat every
+argument of every call, 66 MB of Markdown for a 30 MB trace): long lists are capped, the
+metrics appendix leaves the per-step details out, and the whole text goes through
+``redact_secrets`` so no credential is published.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from ..redact import redact_secrets
+from . import ReportResult, failed_calls, number, required_counts, section
+from ._issues import top_issues
+
+__all__ = ["MAX_LIST", "compact_metrics", "render_markdown", "write_markdown"]
+
+MAX_LIST = 50
+"""Findings, tools and list items shown at most; the JSON report holds them all."""
+
+_ICON = {"error": "🔴", "warning": "🟡", "info": "🔵"}
+_RANK = {"error": 0, "warning": 1, "info": 2}
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*[]<>|"})
+
+
+def md_text(text: str) -> str:
+    """Escape the characters that would turn data into Markdown or HTML markup."""
+    return text.replace("\r", " ").replace("\n", " ").translate(_MD_SPECIAL)
+
+
+def _status(value: float) -> str:
+    if value >= 0.95:
+        return "✅ Excellent"
+    if value >= 0.85:
+        return "🟢 Good"
+    if value >= 0.70:
+        return "🟡 Fair"
+    return "🔴 Needs Improvement"
+
+
+def _cap(items: list[Any], limit: int) -> list[Any]:
+    if len(items) <= limit:
+        return items
+    return [*items[:limit], f"... and {len(items) - limit} more (see the JSON report)"]
+
+
+def compact_metrics(metrics: Mapping[str, Any], limit: int = MAX_LIST) -> dict[str, Any]:
+    """The metrics without what repeats the arguments, with long lists capped.
+
+    ``trajectory_details`` becomes its length, policy violations lose their ``args``, and
+    every list longer than ``limit`` keeps its first ``limit`` items plus a note.
+    """
+
+    def shrink(value: Any, key: str = "") -> Any:
+        if key == "trajectory_details" and isinstance(value, list):
+            return f"{len(value)} steps (see the JSON report)"
+        if isinstance(value, Mapping):
+            return {str(k): shrink(v, str(k)) for k, v in value.items() if str(k) != "args"}
+        if isinstance(value, (list, tuple)):
+            items = [shrink(v) for v in value[:limit]]
+            if len(value) > limit:
+                items.append(f"... and {len(value) - limit} more (see the JSON report)")
+            return items
+        return value
+
+    return {str(k): shrink(v, str(k)) for k, v in metrics.items()}
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(
+        value, default=repr, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+    ).decode()
+
+
+def render_markdown(result: ReportResult, *, now: datetime | None = None) -> str:
+    """The Markdown report as one (redacted) string.
+
+    Args:
+        result: the evaluation result.
+        now: the time to print as "Generated" (default: now).
+    """
+    metrics = result.metrics
+    when = (now or datetime.now()).strftime("%Y-%m-%d %H:%M:%S")
+    out: list[str] = ["# Toolscore Evaluation Report", "", f"**Generated:** {when}", ""]
+
+    out += ["## 📊 Summary", ""]
+    out.append(f"- **Expected Calls:** {len(result.gold_calls)}")
+    out.append(f"- **Actual Calls:** {result.trace_calls_count}")
+    out.append(f"- **Score:** {result.score * 100:.1f}% (grade {result.grade})")
+    counts = required_counts(result)
+    if counts is not None:
+        out.append(f"- **Required Calls Completed:** {counts[0]} of {counts[1]}")
+    error = result.input_error
+    if error is not None:
+        out.append(
+            f"- **Trace incomplete:** {md_text(str(error))} — evaluated the "
+            f"{result.trace_calls_count} calls read before it"
+        )
+    out.append("")
+
+    out += ["## 🎯 Key Metrics", "", "| Metric | Value | Status |", "|--------|-------|--------|"]
+    rows = (
+        ("Invocation Accuracy", number(metrics.get("invocation_accuracy"))),
+        ("Selection Accuracy", result.selection_accuracy),
+        ("Argument F1 Score", result.argument_f1),
+        ("Sequence Accuracy", result.sequence_accuracy),
+    )
+    for name, value in rows:
+        out.append(f"| {name} | {value * 100:.2f}% | {_status(value)} |")
+    out.append("")
+
+    out += ["## 🛡️ Behavior and Safety", ""]
+    findings = sorted(result.behavior_findings(), key=lambda f: _RANK.get(f[0], 3))
+    if not findings:
+        out.append("No failed calls, credentials or forbidden calls found.")
+    for severity, message in findings[:MAX_LIST]:
+        out.append(f"- {_ICON.get(severity, '⚪')} **{severity}**: {md_text(message)}")
+    if len(findings) > MAX_LIST:
+        out.append(f"- ... and {len(findings) - MAX_LIST} more (see the JSON report)")
+    out.append("")
+
+    issues, total = top_issues(metrics, 8)
+    if issues:
+        out += ["## 🔧 Top Issues to Fix", ""]
+        for i, issue in enumerate(issues, 1):
+            out.append(f"{i}. **{md_text(issue.tool)}**: {md_text(issue.problem)}")
+            out.append(f"   - {md_text(issue.fix)}")
+        if total > len(issues):
+            out.append(f"- ... and {total - len(issues)} more issue(s)")
+        out.append("")
+
+    efficiency = section(metrics, "efficiency_metrics")
+    out += ["## ⚡ Efficiency Metrics", ""]
+    out.append(f"- **Redundant Call Rate:** {number(efficiency.get('redundant_rate')) * 100:.1f}%")
+    failed = failed_calls(result)
+    if failed > 0:
+        retries = int(number(efficiency.get("retry_after_error_count")))
+        out.append(f"- **Failed Calls:** {failed}")
+        out.append(f"- **Retries After Failure:** {retries}")
+    out.append("")
+
+    correctness = section(metrics, "tool_correctness_metrics")
+    missing = list(correctness.get("missing_tools") or ())
+    extra = list(correctness.get("extra_tools") or ())
+    if missing or extra:
+        out += ["## 🧰 Tool Coverage", ""]
+        if missing:
+            shown = ", ".join(md_text(str(t)) for t in _cap(missing, MAX_LIST))
+            out.append(f"- **Missing tools:** {shown}")
+        if extra:
+            shown = ", ".join(md_text(str(t)) for t in _cap(extra, MAX_LIST))
+            out.append(f"- **Extra tools:** {shown}")
+        out.append("")
+
+    out += ["## 📋 All Metrics", "", "<details>", "<summary>Click to expand</summary>", ""]
+    out += ["```json", _json(compact_metrics(metrics)).replace("```", "` ` `"), "```", ""]
+    out += ["</details>", "", "---", "*Generated by toolscore*", ""]
+    return redact_secrets("\n".join(out))
+
+
+def write_markdown(result: ReportResult, path: str | os.PathLike[str]) -> None:
+    """Write :func:`render_markdown` to ``path`` (UTF-8)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(render_markdown(result))

@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import json
+import math
+import tracemalloc
+from datetime import datetime
+from pathlib import Path
+
+from _results import guardrails_metrics, make_result
+
+from toolscore.calls import Finding, ToolCall
+from toolscore.errors import TruncatedTrace
+from toolscore.reports.json import CallSpool, FindingSpool, dumps, write_json_report
+from toolscore.result import call_record
+
+KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+def trace_calls(n: int) -> list[ToolCall]:
+    calls = []
+    for i in range(n):
+        md = {"error": "boom"} if i % 3 == 0 else {}
+        calls.append(ToolCall("t" if i % 2 else "u", {"i": i, "key": KEY}, result=i, metadata=md))
+        calls[-1].index = i
+    return calls
+
+
+def read(path: Path) -> dict[str, object]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_streamed_report_equals_to_dict_with_calls(tmp_path: Path) -> None:
+    calls = trace_calls(7)
+    kept = make_result(trace_calls=calls, count=7)  # in-memory: to_dict() lists every call
+    streamed = make_result(count=7)
+    with CallSpool() as spool:
+        spool(calls[:3])
+        spool([])
+        spool(calls[3:])
+        assert spool.count == 7
+        path = tmp_path / "out.json"
+        write_json_report(streamed, path, spool, now=datetime(2024, 5, 6, 7, 8, 9))
+    data = read(path)
+    assert list(data)[:3] == ["timestamp", "summary", "findings"]
+    assert data["timestamp"] == "2024-05-06T07:08:09"
+    rest = {k: v for k, v in data.items() if k not in ("timestamp", "summary", "findings")}
+    assert rest == json.loads(json.dumps(kept.to_dict()))
+    assert list(rest) == list(kept.to_dict())
+    actual = rest["calls"]["actual"]  # type: ignore[index]
+    assert actual == [call_record(c) for c in calls]
+    assert actual[0]["args"]["key"] == KEY  # the record keeps arguments as recorded
+
+
+def test_summary(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    write_json_report(make_result(), path)
+    summary = read(path)["summary"]
+    assert summary == {
+        "gold_calls_count": 2,
+        "trace_calls_count": 5,
+        "score": make_result().score,
+        "grade": "C",
+        "weights": make_result().weights,
+        "required_call_recall": 0.5,
+        "failed_calls": 2,
+        "policy_violations": 1,
+        "secrets": 1,
+        "complete": True,
+        "input_error": None,
+    }
+
+
+def test_without_spool_uses_to_dict_calls(tmp_path: Path) -> None:
+    calls = trace_calls(2)
+    path = tmp_path / "out.json"
+    write_json_report(make_result(trace_calls=calls, count=2), path)
+    assert read(path)["calls"]["actual"] == [call_record(c) for c in calls]  # type: ignore[index]
+    with CallSpool() as empty:
+        write_json_report(make_result(count=0), path, empty)
+    assert read(path)["calls"] == {  # type: ignore[comparison-overlap]
+        "expected": [
+            {"tool": "run_shell", "args": {"command": "make test"}},
+            {"tool": "deploy", "args": {"env": "staging"}},
+        ],
+        "actual": [],
+    }
+
+
+def test_findings_from_spool_and_result(tmp_path: Path) -> None:
+    kept = Finding("errors", "failed_call", "warning", "call 1 t failed", call_index=0, tool="t")
+    path = tmp_path / "out.json"
+    write_json_report(make_result(findings=[kept]), path)
+    assert read(path)["findings"] == [kept.to_json()]
+    many = [
+        Finding("policy", "forbidden_call", "error", f"call {i + 1}", call_index=i)
+        for i in range(25)
+    ]
+    with FindingSpool() as spool:
+        spool(many[:10])
+        spool(many[10:])
+        write_json_report(make_result(findings=many[:3]), path, findings=spool)
+    assert read(path)["findings"] == [f.to_json() for f in many]
+
+
+def test_incomplete_and_odd_values(tmp_path: Path) -> None:
+    metrics = guardrails_metrics()
+    error = TruncatedTrace("t.json", "ended inside a value", offset=40)
+    odd = ToolCall("t", {"nan": math.nan, "big": 10**30, "set": {1}, 5: object()}, index=0)
+    with CallSpool() as spool:
+        spool([odd])
+        path = tmp_path / "out.json"
+        write_json_report(make_result(metrics, error=error, count=1), path, spool)
+    data = read(path)
+    assert data["summary"]["complete"] is False  # type: ignore[index]
+    assert data["summary"]["input_error"]["offset"] == 40  # type: ignore[index]
+    assert data["incomplete"]["message"] == "t.json: byte 40: ended inside a value"  # type: ignore[index]
+    args = data["calls"]["actual"][0]["args"]  # type: ignore[index]
+    assert args["nan"] == "nan"
+    assert args["big"] == 10**30
+    assert args["set"] == "{1}"
+    assert args["5"].startswith("<object object")
+
+
+def test_dumps_falls_back_for_what_orjson_refuses() -> None:
+    assert json.loads(dumps({"big": 2**70, 1: (1, 2)})) == {"big": 2**70, "1": [1, 2]}
+    assert json.loads(dumps({"x": {1, 2}})) == {"x": [1, 2]}
+
+
+def test_spool_memory_is_flat() -> None:
+    batch = trace_calls(500)
+    with CallSpool() as spool:
+        spool(batch)
+        tracemalloc.start()
+        try:
+            spool(batch)
+            _, one_batch = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            for _ in range(40):  # 20,000 calls
+                spool(batch)
+            held, forty_batches = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert spool.count == 21_000
+    assert held < 100_000  # nothing kept per call
+    assert forty_batches < one_batch * 1.2 + 100_000  # the peak is one batch, however many
