@@ -17,7 +17,7 @@ __all__ = ["Batch", "ExpectedCall", "Finding", "Location", "Severity", "ToolCall
 Severity = Literal["error", "warning", "info"]
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Location:
     """Where something sits in an input: a file plus a line (JSON Lines) or a byte offset."""
 

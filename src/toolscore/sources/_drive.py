@@ -55,9 +55,15 @@ def open_decoder(format: str, head: bytes, source_name: str, *, final: bool = Fa
     """
     found = detect(head, format=format, final=final, source=source_name)
     dialect = dialect_class(found.dialect)(source_name)
+    decoder: JsonlDecoder | JsonDecoder
     if found.layout == "jsonl":
-        return JsonlDecoder(dialect, source_name, found.description)
-    return JsonDecoder(dialect, found.prefix, source_name, found.description)
+        decoder = JsonlDecoder(dialect, source_name, found.description)
+    else:
+        decoder = JsonDecoder(dialect, found.prefix, source_name, found.description)
+    # A format the user named may rightly hold no call (a conversation without tool use);
+    # only a guessed one must never come back empty without a word.
+    decoder.empty_is_error = format == "auto"
+    return decoder
 
 
 class Session:
@@ -132,7 +138,11 @@ class Session:
             nl = head.find(b"\n", max(self._scanned, start))
             self._scanned = len(head)
             if nl < 0 or start >= len(head):
-                return len(head) >= MAX_SAMPLE
+                # No line yet: an array is a document, decided on at once; an object may be
+                # a long first JSON line, so wait a little longer, never for MAX_SAMPLE.
+                if head[start : start + 1] == b"[":
+                    return len(head) >= self._target
+                return len(head) >= max(self._target, _NO_NEWLINE_WAIT)
             self._first_nl = nl
             try:
                 # orjson only: a first line only json would take is decided on at 64 KiB.
@@ -163,6 +173,10 @@ class Session:
             self.pulling = self.decoder.pull(head, *self._pull)
             return Batch()
         return self.decoder.feed(head)
+
+
+_NO_NEWLINE_WAIT = 1 << 20
+"""Bytes an object with no newline is held before detection decides on it as a document."""
 
 
 def _merge(batches: Iterator[Batch]) -> Batch:

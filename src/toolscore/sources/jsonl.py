@@ -29,6 +29,9 @@ class _Decoder:
 
     name: str
 
+    empty_is_error = True
+    """A complete input that yields no call is a FormatNotDetected error (else a finding)."""
+
     def __init__(self, dialect: Dialect, source: str, description: str) -> None:
         self.dialect = dialect
         self.source = source
@@ -45,9 +48,13 @@ class _Decoder:
         """End of input: complete the pending calls; no call at all is an error."""
         self.dialect.close(out)
         if out.error is None and self.dialect.next_index == 0:
-            out.error = FormatNotDetected(
-                self.source, not_detected_problem(self.description, read_as=self.name)
-            )
+            problem = not_detected_problem(self.description, read_as=self.name)
+            if self.empty_is_error:
+                out.error = FormatNotDetected(self.source, problem)
+            else:
+                out.findings.append(
+                    input_finding("no_calls", f"{self.source}: {problem}", None, severity="warning")
+                )
         return out
 
 
