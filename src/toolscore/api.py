@@ -1,0 +1,318 @@
+"""The public entry points: ``evaluate``, ``evaluate_trace`` and ``evaluate_stream``.
+
+All three build the same checks and drive the same :class:`~toolscore.pipeline.Pipeline`;
+they differ only in where calls come from and whether the driver awaits.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any, Union
+
+from .calls import Batch, ToolCall
+from .checks._base import BaseCheck
+from .checks.errors import errors_check
+from .checks.expected import expected_check
+from .checks.policy import policy_check
+from .checks.secrets import secrets_check
+from .errors import InputError
+from .gold import calls_from_dicts, gold_from_dicts, load_gold
+from .pipeline import CallSink, FindingSink, Pipeline, run_async, run_sync
+from .result import EvaluationResult, normalize_weights, reduce
+from .rules import load_forbidden_rules, rules_from_python
+
+__all__ = [
+    "GoldInput",
+    "RulesInput",
+    "TraceSource",
+    "evaluate",
+    "evaluate_stream",
+    "evaluate_trace",
+]
+
+GoldInput = Union[str, "os.PathLike[str]", Sequence[Mapping[str, Any]], Sequence[ToolCall]]
+"""A gold file's path, or the expected calls as dicts (or ToolCall objects)."""
+RulesInput = Union[str, "os.PathLike[str]", Sequence[Mapping[str, Any]], None]
+"""A forbidden-rule file's path, or rules in Python form."""
+TraceSource = Union[
+    str,
+    "os.PathLike[str]",
+    IO[bytes],
+    AsyncIterable[bytes],
+    AsyncIterable[Mapping[str, Any]],
+    Iterable[Mapping[str, Any]],
+]
+"""A trace: a path (``-`` for stdin, ``.gz`` read compressed), a binary file, an async byte
+stream (``anyio.abc.ByteReceiveStream`` or any async iterable of bytes), or the calls
+themselves as an (async) iterable of dicts in Toolscore's in-memory form."""
+
+_BATCH = 1024
+
+
+def _gold(gold: GoldInput) -> list[ToolCall]:
+    if isinstance(gold, (str, os.PathLike)):
+        return load_gold(gold)
+    items = list(gold)
+    if items and all(isinstance(item, ToolCall) for item in items):
+        return [item for item in items if isinstance(item, ToolCall)]
+    return gold_from_dicts(items)
+
+
+def _rules(forbidden: RulesInput) -> list[dict[str, Any]] | None:
+    if forbidden is None:
+        return None
+    if isinstance(forbidden, (str, os.PathLike)):
+        return load_forbidden_rules(forbidden)
+    return rules_from_python(list(forbidden))
+
+
+def _checks(
+    gold: list[ToolCall],
+    rules: list[dict[str, Any]] | None,
+    *,
+    strict: bool,
+    keep_details: bool,
+) -> list[BaseCheck]:
+    checks: list[BaseCheck] = [
+        expected_check(gold, strict=strict, keep_details=keep_details),
+        errors_check(),
+        secrets_check(),
+    ]
+    if rules is not None:
+        checks.append(policy_check(rules))
+    return checks
+
+
+def _result(
+    pipeline: Pipeline,
+    gold: list[ToolCall],
+    weights: dict[str, float],
+    *,
+    include_extras: bool,
+) -> EvaluationResult:
+    return reduce(
+        pipeline.checks,
+        weights=weights,
+        gold=gold,
+        trace_calls=pipeline.calls,
+        trace_calls_count=pipeline.calls_read,
+        findings=pipeline.findings,
+        input_error=pipeline.error,
+        include_extras=include_extras,
+    )
+
+
+def _batches_of(calls: list[ToolCall]) -> Iterable[Batch]:
+    for start in range(0, len(calls), _BATCH):
+        chunk = calls[start : start + _BATCH]
+        yield Batch(calls=chunk, done=chunk)
+
+
+def evaluate(
+    expected: Sequence[Mapping[str, Any]],
+    actual: Any,
+    weights: Mapping[str, float] | None = None,
+    strict: bool = False,
+    forbidden: RulesInput = None,
+) -> EvaluationResult:
+    """Score in-memory calls against expected ones, with the behavior and safety checks.
+
+    Args:
+        expected: the expected calls, ``[{"tool": ..., "args": {...}}]``; values may be matchers.
+        actual: the calls made: a list of call dicts, or anything ``auto_extract`` reads (an
+            OpenAI or Anthropic response, an OTel export, an SDK object with ``model_dump``).
+        weights: score weights, merged with the defaults and renormalized.
+        strict: compare argument types exactly (``1 != 1.0``) and recurse.
+        forbidden: forbidden-call rules (Python form or a JSON rule file's path).
+
+    Returns:
+        The result, with every call kept (``to_dict()`` lists them).
+
+    Raises:
+        TypeError: ``expected`` is not a list.
+        ValueError: a bad weight, or a malformed expected or actual call.
+    """
+    norm = normalize_weights(weights)
+    if not isinstance(expected, list):
+        raise TypeError(f"expected must be a list of dicts, got {type(expected).__name__}")
+    gold = gold_from_dicts(expected)
+    rules = _rules(forbidden)
+    calls = calls_from_dicts(_extract(actual))
+    pipeline = Pipeline(_checks(gold, rules, strict=strict, keep_details=True), keep_calls=True)
+    run_sync(pipeline, _batches_of(calls))
+    return _result(pipeline, gold, norm, include_extras=False)
+
+
+def _extract(actual: Any) -> list[Any]:
+    from .integrations import auto_extract
+
+    return list(auto_extract(actual))
+
+
+def evaluate_trace(
+    gold_file: GoldInput,
+    trace_file: str | os.PathLike[str] | IO[bytes],
+    format: str = "auto",
+    weights: Mapping[str, float] | None = None,
+    forbidden: RulesInput = None,
+    *,
+    strict: bool = False,
+    on_finding: FindingSink | None = None,
+    on_calls: CallSink | None = None,
+    keep_calls: bool = False,
+    validate_side_effects: bool = True,
+    judge: bool = False,
+) -> EvaluationResult:
+    """Score a trace file against a gold file in one streaming pass.
+
+    The trace is read call by call; memory does not grow with its length. An input error in
+    the middle of the trace does not raise: the result covers the calls read before it and
+    carries the error as ``result.input_error``.
+
+    Args:
+        gold_file: the gold file (or the expected calls themselves).
+        trace_file: a path (``-`` for stdin; ``.gz`` is decompressed) or a binary file.
+        format: ``auto`` or a format name (see ``toolscore.sources.FORMATS``).
+        weights: score weights, merged with the defaults and renormalized.
+        forbidden: a rule file's path or rules in Python form.
+        strict: compare argument types exactly.
+        on_finding: receives each batch's findings as soon as they are known.
+        on_calls: receives the completed calls in index order (the JSON report's spool).
+        keep_calls: keep every call on the result (memory then grows with the trace).
+        validate_side_effects: accepted for Toolscore compatibility; side-effect validators
+            are not run by toolscore (they touch the local file system).
+        judge: the LLM judge is not part of toolscore; ``True`` raises ``UsageError``.
+
+    Raises:
+        InputError: the gold file, the rule file or the trace cannot be opened, or the trace's
+            format is unknown or not detected.
+        UsageError: a bad ``format`` or ``judge`` value.
+        ValueError: a bad weight.
+    """
+    del validate_side_effects
+    _no_judge(judge)
+    from .sources import iter_batches
+
+    norm = normalize_weights(weights)
+    gold = _gold(gold_file)
+    rules = _rules(forbidden)
+    pipeline = Pipeline(
+        _checks(gold, rules, strict=strict, keep_details=keep_calls),
+        keep_calls=keep_calls,
+        on_finding=on_finding,
+        on_calls=on_calls,
+    )
+    run_sync(pipeline, _guard_first(iter_batches(trace_file, format)))
+    return _result(pipeline, gold, norm, include_extras=True)
+
+
+def _no_judge(judge: bool) -> None:
+    if judge:
+        from .errors import UsageError
+
+        raise UsageError("the LLM judge is not part of toolscore; evaluate without judge=")
+
+
+def _guard_first(batches: Iterable[Batch]) -> Iterator[Batch]:
+    """Raise an input error met before any call was read, instead of returning it."""
+    read_any = False
+    for batch in batches:
+        if batch.error is not None and not read_any and not batch.calls:
+            raise batch.error
+        read_any = read_any or bool(batch.calls)
+        yield batch
+
+
+async def _aguard_first(batches: AsyncIterable[Batch]) -> AsyncIterator[Batch]:
+    read_any = False
+    async for batch in batches:
+        if batch.error is not None and not read_any and not batch.calls:
+            raise batch.error
+        read_any = read_any or bool(batch.calls)
+        yield batch
+
+
+async def evaluate_stream(
+    gold: GoldInput,
+    source: TraceSource,
+    *,
+    format: str = "auto",
+    weights: Mapping[str, float] | None = None,
+    forbidden: RulesInput = None,
+    strict: bool = False,
+    on_finding: FindingSink | None = None,
+    on_calls: CallSink | None = None,
+    keep_calls: bool = False,
+) -> EvaluationResult:
+    """Score a trace as it streams in, reporting findings the moment they happen.
+
+    ``on_finding`` (sync or async) receives each batch's findings in call order as soon as the
+    batch is read; with a live source that is as each line arrives. Cancelling the caller's
+    scope stops reading at once; nothing keeps running.
+
+    Args:
+        gold: a gold file's path or the expected calls.
+        source: see :data:`TraceSource`.
+        format: ``auto`` or a format name, for byte sources.
+        weights, forbidden, strict: as for :func:`evaluate_trace`.
+        on_finding: receives findings as they happen.
+        on_calls: receives completed calls in index order.
+        keep_calls: keep every call on the result.
+
+    Raises:
+        InputError: as :func:`evaluate_trace`, for errors before the first call.
+    """
+    norm = normalize_weights(weights)
+    gold_calls = _gold(gold)
+    rules = _rules(forbidden)
+    pipeline = Pipeline(
+        _checks(gold_calls, rules, strict=strict, keep_details=keep_calls),
+        keep_calls=keep_calls,
+        on_finding=on_finding,
+        on_calls=on_calls,
+    )
+    await run_async(pipeline, _aguard_first(abatches(source, format)))
+    return _result(pipeline, gold_calls, norm, include_extras=True)
+
+
+async def abatches(source: TraceSource, format: str = "auto") -> AsyncIterator[Batch]:
+    """Batches from any :data:`TraceSource`: bytes go through a decoder, dicts are calls."""
+    from .sources import aiter_batches
+
+    if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
+        async for batch in aiter_batches(source, format):  # type: ignore[arg-type]
+            yield batch
+        return
+    if isinstance(source, AsyncIterable):
+        iterator = source.__aiter__()
+        try:
+            first = await iterator.__anext__()
+        except StopAsyncIteration:
+            return
+        if isinstance(first, (bytes, bytearray, memoryview)):
+
+            async def _bytes() -> AsyncIterator[bytes]:
+                yield bytes(first)
+                async for chunk in iterator:
+                    yield bytes(chunk)  # type: ignore[arg-type]
+
+            async for batch in aiter_batches(_bytes(), format):
+                yield batch
+            return
+        # An agent's own loop hands calls over one at a time, so each is evaluated as it
+        # arrives: there is no way to know whether the next one is ready.
+        calls = calls_from_dicts([first], start=0)
+        yield Batch(calls=calls, done=calls)
+        index = 1
+        async for item in iterator:
+            calls = calls_from_dicts([item], start=index)
+            index += 1
+            yield Batch(calls=calls, done=calls)
+        return
+    if isinstance(source, Iterable):
+        calls = calls_from_dicts(list(source))
+        for batch in _batches_of(calls):
+            yield batch
+        return
+    raise InputError("<stream>", f"cannot read a trace from {type(source).__name__}")

@@ -1,0 +1,244 @@
+"""The fluent API: ``expect(agent).on(prompt).calls(...).does_not_call(...).run()``.
+
+It collects expected calls and forbidden rules, runs the agent (or takes its result), and
+checks the outcome with the same pipeline as ``evaluate()``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from .api import evaluate
+from .result import EvaluationResult, normalize_weights
+from .rules import check_forbidden_calls, rules_from_python
+
+__all__ = [
+    "Expectation",
+    "ToolScoreAssertionError",
+    "assert_tools",
+    "expect",
+    "test_agent",
+    "test_agent_async",
+]
+
+_EPSILON = 1e-9
+
+
+class ToolScoreAssertionError(AssertionError):
+    """Raised when an expectation fails: a forbidden call, or a score below the minimum."""
+
+
+def _check_range(min_score: float) -> None:
+    if not 0.0 <= min_score <= 1.0:
+        raise ValueError(f"min_score must be between 0.0 and 1.0, got {min_score}")
+
+
+def _failure_text(result: EvaluationResult, min_score: float) -> str:
+    lines = ["Expected vs actual tool calls:"]
+    gold = result.gold_calls
+    trace = result.trace_calls or []
+    for i in range(max(len(gold), len(trace))):
+        exp = gold[i].tool if i < len(gold) else "— EXTRA —"
+        act = trace[i].tool if i < len(trace) else "— MISSING —"
+        mark = "✓" if exp == act else "≠"
+        lines.append(f"  {i + 1:>3}  {exp:<30} {act:<30} {mark}")
+    lines.append(
+        f"score {result.score:.2f} < {min_score:.2f} required  ·  "
+        f"selection {result.selection_accuracy:.2f}  ·  args {result.argument_f1:.2f}  ·  "
+        f"sequence {result.sequence_accuracy:.2f}"
+    )
+    from .redact import redact_secrets
+
+    return redact_secrets("\n".join(lines))
+
+
+def _check_min_score(result: EvaluationResult, min_score: float) -> EvaluationResult:
+    if result.score < max(0.0, min_score - _EPSILON):
+        raise ToolScoreAssertionError(_failure_text(result, min_score))
+    return result
+
+
+def assert_tools(
+    expected: list[Mapping[str, Any]],
+    actual: Any,
+    min_score: float = 0.9,
+    weights: Mapping[str, float] | None = None,
+    strict: bool = False,
+) -> EvaluationResult:
+    """Evaluate and raise :class:`ToolScoreAssertionError` when the score is below ``min_score``."""
+    _check_range(min_score)
+    return _check_min_score(evaluate(expected, actual, weights, strict), min_score)
+
+
+def test_agent(
+    agent: Any,
+    input: Any,
+    expected: list[Mapping[str, Any]],
+    min_score: float | None = None,
+    weights: Mapping[str, float] | None = None,
+    strict: bool = False,
+) -> EvaluationResult:
+    """Run a sync ``agent(input)`` and evaluate its calls; check ``min_score`` when given."""
+    if min_score is not None:
+        _check_range(min_score)
+    if inspect.iscoroutinefunction(agent):
+        raise TypeError("agent is async — use `await toolscore.test_agent_async(...)` instead.")
+    result = evaluate(expected, agent(input), weights, strict)
+    return result if min_score is None else _check_min_score(result, min_score)
+
+
+async def test_agent_async(
+    agent: Any,
+    input: Any,
+    expected: list[Mapping[str, Any]],
+    min_score: float | None = None,
+    weights: Mapping[str, float] | None = None,
+    strict: bool = False,
+) -> EvaluationResult:
+    """Like :func:`test_agent`, awaiting the agent's response when it is awaitable."""
+    if min_score is not None:
+        _check_range(min_score)
+    response = agent(input)
+    if inspect.isawaitable(response):
+        response = await response
+    result = evaluate(expected, response, weights, strict)
+    return result if min_score is None else _check_min_score(result, min_score)
+
+
+test_agent.__test__ = False  # type: ignore[attr-defined]
+test_agent_async.__test__ = False  # type: ignore[attr-defined]
+
+
+class Expectation:
+    """Built by :func:`expect`; each method returns the expectation for chaining."""
+
+    def __init__(self, subject: Any) -> None:
+        self._subject = subject
+        self._prompt: Any = None
+        self._has_prompt = False
+        self._calls: list[dict[str, Any]] = []
+        self._forbidden: list[dict[str, Any]] = []
+        self._min_score = 0.9
+        self._weights: dict[str, float] | None = None
+        self._strict = False
+
+    def on(self, prompt: Any) -> Expectation:
+        """The input to give a callable subject."""
+        self._prompt = prompt
+        self._has_prompt = True
+        return self
+
+    def calls(self, tool: str, **args: Any) -> Expectation:
+        """Expect a call to ``tool``; with no keyword arguments its arguments are not checked."""
+        call: dict[str, Any] = {"tool": tool}
+        if args:
+            call["args"] = args
+        self._calls.append(call)
+        return self
+
+    then_calls = calls
+
+    def does_not_call(self, tool: str, **args: Any) -> Expectation:
+        """Forbid calls to ``tool`` (only those whose arguments match, when given)."""
+        self._forbidden.append({"tool": tool, "args": args or None})
+        return self
+
+    def with_score(self, min_score: float) -> Expectation:
+        _check_range(min_score)
+        self._min_score = min_score
+        return self
+
+    def with_weights(self, **weights: float) -> Expectation:
+        normalize_weights(weights)
+        self._weights = dict(weights)
+        return self
+
+    def with_strict_args(self) -> Expectation:
+        self._strict = True
+        return self
+
+    def _declared(self) -> None:
+        if not self._calls and not self._forbidden:
+            raise ValueError(
+                "no expectations declared — call .calls(), .then_calls(), or .does_not_call() "
+                "before .run()."
+            )
+
+    def _is_callable(self) -> bool:
+        return callable(self._subject) and not isinstance(self._subject, (list, dict))
+
+    def _actual_sync(self) -> Any:
+        if not self._is_callable():
+            if self._has_prompt:
+                raise TypeError(
+                    "expect() was given a non-callable subject (a raw result or list), but "
+                    ".on(prompt) was also called.  Use .on() only when the subject is an agent "
+                    "callable."
+                )
+            return self._subject
+        if not self._has_prompt:
+            raise ValueError(
+                "expect() was given a callable subject but no prompt was set. Call .on(prompt) "
+                "before .run()."
+            )
+        if inspect.iscoroutinefunction(self._subject):
+            raise TypeError("subject is an async function — use `expect(...).run_async()` instead.")
+        response = self._subject(self._prompt)
+        if inspect.isawaitable(response):
+            if inspect.iscoroutine(response):
+                response.close()
+            raise TypeError("subject is async — use `expect(...).run_async()` instead.")
+        return response
+
+    def _finish(self, actual: Any) -> EvaluationResult:
+        from .api import _extract
+        from .gold import calls_from_dicts
+
+        if self._forbidden:
+            calls = calls_from_dicts(_extract(actual))
+            report = check_forbidden_calls(calls, rules_from_python(self._forbidden))
+            hits = report["violations"]
+            if hits:
+                names = ", ".join(dict.fromkeys(repr(v["tool"]) for v in hits))
+                offending = "; ".join(f"{v['tool']}({v['args'] or {}})" for v in hits)
+                from .redact import redact_secrets
+
+                raise ToolScoreAssertionError(
+                    redact_secrets(
+                        f"Forbidden tool(s) were called: {names}\n"
+                        f"Forbidden calls: {offending}\n"
+                        f"Actual calls: {[c.tool for c in calls]}"
+                    )
+                )
+        if not self._calls:
+            return evaluate([], actual)
+        result = evaluate(self._calls, actual, self._weights, self._strict)
+        return _check_min_score(result, self._min_score)
+
+    def run(self) -> EvaluationResult:
+        """Run the subject (sync), then check forbidden calls and the minimum score.
+
+        Raises:
+            ToolScoreAssertionError: a forbidden call was made or the score is too low.
+        """
+        self._declared()
+        return self._finish(self._actual_sync())
+
+    async def run_async(self) -> EvaluationResult:
+        """Like :meth:`run`, for async agents (the response is awaited)."""
+        self._declared()
+        if not self._is_callable():
+            return self._finish(self._actual_sync())
+        if not self._has_prompt:
+            return self._finish(self._actual_sync())
+        response = self._subject(self._prompt)
+        if inspect.isawaitable(response):
+            response = await response
+        return self._finish(response)
+
+
+def expect(subject: Any) -> Expectation:
+    """Start a fluent expectation on an agent callable or on its result."""
+    return Expectation(subject)

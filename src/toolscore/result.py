@@ -1,0 +1,410 @@
+"""The reducer: the checks' metrics in, one :class:`EvaluationResult` out.
+
+Nothing here does I/O or knows about events loops: :func:`reduce` merges what each check
+reports (``metrics()``) into Toolscore 1.10's key layout, and :class:`EvaluationResult`
+computes the score, the grade and the ``to_dict`` record from it. Empty cases are decided per
+metric in the checks; the one decided here is ``required_call_recall is None`` (nothing was
+required), which counts as fully met in the score, as in Toolscore.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from .calls import Finding, ToolCall
+from .checks._base import BaseCheck
+from .errors import InputError
+from .verdict import letter_grade
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "EFFICIENCY_KEYS",
+    "RECORD_SCHEMA_VERSION",
+    "EvaluationResult",
+    "call_record",
+    "compute_score",
+    "json_safe",
+    "normalize_weights",
+    "reduce",
+]
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "selection_accuracy": 0.4,
+    "argument_f1": 0.3,
+    "sequence_accuracy": 0.2,
+    "redundant_rate": 0.1,
+    "required_call_recall": 0.0,
+}
+"""Toolscore's score weights, in the order the score adds its terms."""
+
+RECORD_SCHEMA_VERSION = "2"
+"""``to_dict()["schema_version"]``."""
+
+EFFICIENCY_KEYS: tuple[tuple[str, int | float], ...] = (
+    ("redundant_count", 0),
+    ("total_calls", 0),
+    ("redundant_rate", 0.0),
+    ("identical_count", 0),
+    ("identical_rate", 0.0),
+    ("error_count", 0),
+    ("error_rate", 0.0),
+    ("retry_after_error_count", 0),
+)
+"""``efficiency_metrics`` keys in Toolscore's order, with their value for an empty trace."""
+
+_EXPECTED_KEYS = (
+    "invocation_accuracy",
+    "selection_accuracy",
+    "tool_correctness_metrics",
+    "sequence_metrics",
+    "trajectory_metrics",
+    "argument_metrics",
+)
+
+
+def _sorted_set(keys: Any) -> str:
+    return "{" + ", ".join(repr(k) for k in sorted(keys, key=str)) + "}"
+
+
+def normalize_weights(weights: Mapping[str, Any] | None) -> dict[str, float]:
+    """Validate score weights and merge them with the defaults, as Toolscore does.
+
+    ``None`` gives the defaults unchanged. Any mapping (even ``{}``) is merged over the
+    defaults and every weight divided by the merged float sum, so ``{}`` turns a perfect
+    score of 0.9999999999999999 into 1.0000000000000002, exactly like Toolscore.
+
+    Args:
+        weights: user weights by name (``selection_accuracy``, ``argument_f1``,
+            ``sequence_accuracy``, ``redundant_rate``, ``required_call_recall``).
+
+    Returns:
+        The five weights, in :data:`DEFAULT_WEIGHTS` order.
+
+    Raises:
+        ValueError: an unknown key, a value that is not a finite number (a string included,
+            where Toolscore raises TypeError), a negative value, or weights summing to zero.
+    """
+    if weights is None:
+        return dict(DEFAULT_WEIGHTS)
+    unknown = set(weights) - set(DEFAULT_WEIGHTS)
+    if unknown:
+        raise ValueError(
+            f"Unknown weight keys: {_sorted_set(unknown)}. "
+            f"Valid keys: {_sorted_set(DEFAULT_WEIGHTS)}"
+        )
+    for key, value in weights.items():
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"Weight for '{key}' must be a finite number, got {value}")
+        if value < 0:
+            raise ValueError(f"Weight for '{key}' must be non-negative, got {value}")
+    merged: dict[str, float] = {**DEFAULT_WEIGHTS, **weights}
+    total = sum(merged.values())
+    if total == 0:
+        raise ValueError(
+            "Weights sum to zero after merging with defaults; at least one weight must be positive."
+        )
+    return {key: value / total for key, value in merged.items()}
+
+
+def compute_score(metrics: Mapping[str, Any], weights: Mapping[str, float]) -> float:
+    """The composite score, with Toolscore's terms added left to right.
+
+    ``sel + f1 + seq + (1 - redundant_rate) + required_call_recall`` (each weighted), where a
+    ``None`` recall (nothing required) counts as 1.0. Not clamped.
+    """
+    sel = float(metrics.get("selection_accuracy", 0.0))
+    f1 = float((metrics.get("argument_metrics") or {}).get("f1", 0.0))
+    seq = float((metrics.get("sequence_metrics") or {}).get("sequence_accuracy", 0.0))
+    red = float((metrics.get("efficiency_metrics") or {}).get("redundant_rate", 0.0))
+    recall = metrics.get("required_call_recall")
+    completed = 1.0 if recall is None else float(recall)
+    w = weights
+    score: float = (
+        w["selection_accuracy"] * sel
+        + w["argument_f1"] * f1
+        + w["sequence_accuracy"] * seq
+        + w["redundant_rate"] * (1.0 - red)
+        + w["required_call_recall"] * completed
+    )
+    return score
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as strict JSON data: non-JSON leaves become their ``repr``.
+
+    Tuples become lists and dict keys are ``str()``'d, as in Toolscore's ``to_dict``; NaN and
+    infinities become ``"nan"``/``"inf"``/``"-inf"`` so the output is strict JSON.
+    """
+    if value is None or value is True or value is False or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, dict):
+        return {(k if isinstance(k, str) else str(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return repr(value)
+
+
+def call_record(call: ToolCall) -> dict[str, Any]:
+    """A trace call as ``to_dict()["calls"]["actual"]`` lists it (JSON-safe).
+
+    ``error`` is the recorded ``metadata["error"]``, or None when it is missing or a bool.
+    """
+    err = call.metadata.get("error") if call.metadata else None
+    if isinstance(err, bool):
+        err = None
+    return {
+        "tool": call.tool,
+        "args": json_safe(call.args),
+        "result": json_safe(call.result),
+        "is_error": call.is_error,
+        "error": json_safe(err),
+        "duration": json_safe(call.duration),
+        "cost": json_safe(call.cost),
+    }
+
+
+class EvaluationResult:
+    """Everything an evaluation found: metrics, score, grade, findings, and the input error.
+
+    Built by :func:`reduce` at the end of the stream. For a streamed file the trace's calls
+    are not kept (``trace_calls`` is None), so ``to_dict()["calls"]["actual"]`` is empty while
+    ``trace_calls_count`` still counts them.
+
+    Args:
+        metrics: the metrics, in Toolscore's key order.
+        weights: normalized weights (see :func:`normalize_weights`).
+        gold_calls: the expected calls.
+        trace_calls: the trace's calls when they were kept, else None.
+        trace_calls_count: how many trace calls were read.
+        findings: the findings, in call order.
+        input_error: the input error that ended reading early, if any.
+        failed_tools: ``(tool, failures)`` by most failures, ties in first-failure order.
+    """
+
+    DEFAULT_WEIGHTS: ClassVar[dict[str, float]] = dict(DEFAULT_WEIGHTS)
+    RECORD_SCHEMA_VERSION: ClassVar[str] = RECORD_SCHEMA_VERSION
+
+    def __init__(
+        self,
+        metrics: dict[str, Any],
+        weights: dict[str, float],
+        gold_calls: list[ToolCall],
+        trace_calls: list[ToolCall] | None,
+        trace_calls_count: int,
+        findings: Sequence[Finding] = (),
+        input_error: InputError | None = None,
+        failed_tools: Sequence[tuple[str, int]] = (),
+    ) -> None:
+        self.metrics = metrics
+        self._weights = dict(weights)
+        self.gold_calls = gold_calls
+        self.trace_calls = trace_calls
+        self.trace_calls_count = trace_calls_count
+        self._findings = list(findings)
+        self._input_error = input_error
+        self.failed_tools = list(failed_tools)
+
+    def __repr__(self) -> str:
+        state = "" if self.complete else ", incomplete"
+        return f"<EvaluationResult score={self.score!r} grade={self.grade!r}{state}>"
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The weights the score uses."""
+        return dict(self._weights)
+
+    @property
+    def score(self) -> float:
+        """The weighted composite score (see :func:`compute_score`)."""
+        return compute_score(self.metrics, self._weights)
+
+    @property
+    def grade(self) -> str:
+        """The score's letter grade, ``A`` to ``F``."""
+        return letter_grade(self.score)
+
+    @property
+    def selection_accuracy(self) -> float:
+        return float(self.metrics.get("selection_accuracy", 0.0))
+
+    @property
+    def argument_f1(self) -> float:
+        return float((self.metrics.get("argument_metrics") or {}).get("f1", 0.0))
+
+    @property
+    def sequence_accuracy(self) -> float:
+        return float((self.metrics.get("sequence_metrics") or {}).get("sequence_accuracy", 0.0))
+
+    @property
+    def required_call_recall(self) -> float | None:
+        """Share of required calls with their own successful call; None if none required."""
+        value = self.metrics.get("required_call_recall")
+        return None if value is None else float(value)
+
+    @property
+    def policy_violations(self) -> list[dict[str, Any]]:
+        """Forbidden-rule violations, in trace order (empty without rules)."""
+        violations = (self.metrics.get("policy_metrics") or {}).get("violations")
+        return list(violations) if violations else []
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding kept, in call order."""
+        return list(self._findings)
+
+    @property
+    def input_error(self) -> InputError | None:
+        """The error that stopped reading the trace early, or None."""
+        return self._input_error
+
+    @property
+    def complete(self) -> bool:
+        """False when the trace could not be read to its end."""
+        return self._input_error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record (Toolscore's ``schema_version`` 2 layout), strict-JSON safe.
+
+        One addition: when reading stopped at an input error, a top-level ``"incomplete"`` key
+        holds the error (``type``, ``path``, ``line``, ``offset``, ``message``).
+        """
+        actual = [] if self.trace_calls is None else [call_record(c) for c in self.trace_calls]
+        record: dict[str, Any] = {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "score": json_safe(self.score),
+            "grade": self.grade,
+            "weights": json_safe(self._weights),
+            "required_call_recall": json_safe(self.required_call_recall),
+            "metrics": json_safe(self.metrics),
+            "calls": {
+                "expected": [{"tool": g.tool, "args": json_safe(g.args)} for g in self.gold_calls],
+                "actual": actual,
+            },
+            "gold_calls_count": len(self.gold_calls),
+            "trace_calls_count": self.trace_calls_count,
+        }
+        if self._input_error is not None:
+            record["incomplete"] = json_safe(self._input_error.to_json())
+        return record
+
+    def behavior_findings(self) -> list[tuple[str, str]]:
+        """Toolscore's "Behavior and safety" lines as ``(severity, message)`` pairs.
+
+        Policy violations, then credentials, then the failed-calls and retry warnings. Call
+        numbers are 1-based.
+        """
+        metrics = self.metrics
+        out: list[tuple[str, str]] = []
+        for v in self.policy_violations:
+            reason = f": {v['reason']}" if v.get("reason") else ""
+            out.append(
+                (
+                    "error",
+                    f"call {v['index'] + 1} {v['tool']} matches forbidden rule "
+                    f"{v['rule'] + 1}{reason}",
+                )
+            )
+        for s in (metrics.get("security_metrics") or {}).get("secrets") or []:
+            out.append(
+                (
+                    "error",
+                    f"call {s['index'] + 1} {s['tool']} passes a credential ({s['kind']}) "
+                    f"in '{s['path']}': {s['preview']}",
+                )
+            )
+        efficiency = metrics.get("efficiency_metrics") or {}
+        errors = efficiency.get("error_count", 0)
+        if errors:
+            tools = ", ".join(
+                f"{tool} x{count}" if count > 1 else tool for tool, count in self.failed_tools
+            )
+            total = efficiency.get("total_calls", self.trace_calls_count)
+            out.append(("warning", f"{errors} of {total} tool calls failed ({tools})"))
+        retries = efficiency.get("retry_after_error_count", 0)
+        if retries:
+            noun = "call repeats" if retries == 1 else "calls repeat"
+            out.append(("warning", f"{retries} {noun} a failed call with the same arguments"))
+        return out
+
+
+def _efficiency(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for part in parts:
+        merged.update(part)
+    out = {key: merged.pop(key, default) for key, default in EFFICIENCY_KEYS}
+    out.update(merged)
+    return out
+
+
+def reduce(
+    checks: Sequence[BaseCheck],
+    *,
+    weights: Mapping[str, float],
+    gold: list[ToolCall],
+    trace_calls: list[ToolCall] | None,
+    trace_calls_count: int,
+    findings: Sequence[Finding] = (),
+    input_error: InputError | None = None,
+    include_extras: bool = False,
+) -> EvaluationResult:
+    """Merge the finished checks' metrics into one result, in Toolscore's key order.
+
+    Checks are found by name: ``expected`` (the gold-based metrics; ``extra_metrics()`` for
+    latency/cost), ``errors`` (five ``efficiency_metrics`` keys and ``failed_tools``),
+    ``secrets`` (``security_metrics``) and ``policy`` (``policy_metrics``). A missing check
+    adds nothing, except that ``efficiency_metrics`` always has its eight keys.
+
+    Args:
+        checks: the checks, already finished.
+        weights: normalized weights.
+        gold: the expected calls.
+        trace_calls: the kept trace calls, or None.
+        trace_calls_count: how many trace calls were read.
+        findings: the findings kept by the pipeline.
+        input_error: the error that ended reading, if any.
+        include_extras: add ``latency_metrics``/``cost_metrics`` (file traces, as
+            Toolscore's ``evaluate_trace``).
+    """
+    by_name: dict[str, BaseCheck] = {}
+    for check in checks:
+        by_name.setdefault(check.name, check)
+    parts: dict[str, dict[str, Any]] = {}
+    for name in ("expected", "errors", "secrets", "policy"):
+        if name in by_name:
+            parts[name] = dict(getattr(by_name[name], "metrics", dict)())
+    expected = parts.get("expected", {})
+    metrics: dict[str, Any] = {key: expected[key] for key in _EXPECTED_KEYS if key in expected}
+    metrics["efficiency_metrics"] = _efficiency(
+        [
+            expected.get("efficiency_metrics") or {},
+            parts.get("errors", {}).get("efficiency_metrics") or {},
+        ]
+    )
+    if "required_call_recall" in expected:
+        metrics["required_call_recall"] = expected["required_call_recall"]
+    if "security_metrics" in parts.get("secrets", {}):
+        metrics["security_metrics"] = parts["secrets"]["security_metrics"]
+    if "policy_metrics" in parts.get("policy", {}):
+        metrics["policy_metrics"] = parts["policy"]["policy_metrics"]
+    if include_extras and "expected" in by_name:
+        extra = getattr(by_name["expected"], "extra_metrics", None)
+        if extra is not None:
+            metrics.update(extra())
+    errors = by_name.get("errors")
+    failed: Sequence[tuple[str, int]] = getattr(errors, "failed_tools", None) or ()
+    return EvaluationResult(
+        metrics,
+        dict(weights),
+        gold,
+        trace_calls,
+        trace_calls_count,
+        findings=findings,
+        input_error=input_error,
+        failed_tools=failed,
+    )
