@@ -13,6 +13,7 @@ The record keeps arguments as recorded, credentials included (treat it like the 
 from __future__ import annotations
 
 import json as _stdlib_json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -117,7 +118,52 @@ class CallSpool(_LineSpool):
     """
 
     def __call__(self, calls: list[ToolCall]) -> None:
-        self._append(call_record(call) for call in calls)
+        write = self._file.write
+        for call in calls:
+            write(_call_line(call))
+        self.count += len(calls)
+
+
+def _nonfinite(value: Any) -> bool:
+    """True when ``value`` holds a NaN or an infinity (which orjson would write as null)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_nonfinite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_nonfinite(v) for v in value)
+    return False
+
+
+def _call_line(call: ToolCall) -> bytes:
+    """``call_record(call)`` as one JSON line, without walking arguments decoded from JSON.
+
+    Arguments and results read from a trace are plain JSON data, so orjson writes them as
+    they are; anything it refuses (a non-str key, a set, a huge int) or a NaN (which it would
+    write as null) takes the ``call_record`` path.
+    """
+    try:
+        args = orjson.dumps(call.args)
+        result = orjson.dumps(call.result)
+    except TypeError:
+        return dumps(call_record(call)) + b"\n"
+    if (b"null" in args and _nonfinite(call.args)) or (
+        b"null" in result and _nonfinite(call.result)
+    ):
+        return dumps(call_record(call)) + b"\n"
+    err = call.metadata.get("error") if call.metadata else None
+    tail = dumps(
+        {
+            "is_error": call.is_error,
+            "error": None if isinstance(err, bool) else json_safe(err),
+            "duration": json_safe(call.duration),
+            "cost": json_safe(call.cost),
+        }
+    )
+    return b"".join(
+        (b'{"tool":', orjson.dumps(call.tool), b',"args":', args, b',"result":', result, b",",
+         tail[1:], b"\n")
+    )  # fmt: skip
 
 
 class FindingSpool(_LineSpool):
