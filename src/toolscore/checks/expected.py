@@ -16,6 +16,12 @@ name), whatever the length of the trace:
   tool, this is exact at any size;
 - required-call recall counts successful calls (``batch.done``) of each gold tool.
 
+Cost: a trace call costs a few microseconds (it is weighed against the gold calls of its tool
+until their candidate lists cannot improve). The final assignment is skipped when every gold
+call's best candidate is distinct (the usual case); otherwise it is solved by successive
+shortest paths, about cubic in the gold calls of one tool: 0.7 s for 500 distinct gold calls
+of one tool against 500 trace calls, minutes for 2000 against 2000.
+
 Differences from Toolscore, all deliberate:
 
 - ``trajectory_details`` keeps at most :data:`MAX_TAIL_DETAILS` trace-only tail steps unless
