@@ -1,0 +1,425 @@
+"""``toolscore watch``: evaluate a trace live, printing each finding the moment it happens.
+
+::
+
+    tail -f trace.jsonl | toolscore watch --forbidden forbidden.json
+    toolscore watch trace.jsonl --follow --gold gold.json --findings findings.jsonl
+
+Each finding is printed on one line, redacted, prefixed by the number of calls read when it was
+reported (and, with ``--gold``, the running score)::
+
+    [calls 12] ERROR    call 12 run_shell matches forbidden rule 1: destructive
+    [calls 12 | score 69.0%] WARNING  call 12 fetch failed: timeout
+
+When stdout is a terminal, a status line below the findings shows the calls read, the
+findings so far, the rate and the score; otherwise only the plain lines above are written,
+each flushed at once, with no control codes. At end of input, on Ctrl-C (SIGINT) or on SIGTERM,
+reading stops, the checks finish on every call read, and the ``eval`` summary is printed,
+followed by ``> Calls read: N in T s (R/s)``; the exit status is ``eval``'s (a second signal
+exits at once with 130).
+
+``--findings FILE`` appends each finding as one JSON line (``Finding.to_json()``), written with
+one unbuffered ``write`` per finding so another process can tail it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ._exitcodes import EXIT_ERROR, Outcome, exit_code
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskStatus
+    from rich.console import Console
+
+    from .calls import Finding, ToolCall
+    from .live import LiveRun
+    from .result import EvaluationResult
+
+__all__ = ["SCORE_REFRESH", "STATUS_REFRESH", "WatchOptions", "format_finding", "register"]
+
+SCORE_REFRESH = 0.1
+"""On a terminal, seconds between two running-score computations for the status line at least
+(each costs a reduce over the gold file). Plain output recomputes the score for each batch
+that has findings, so every finding line shows the score as of its own call."""
+STATUS_REFRESH = 4
+"""Status-line refreshes per second, on a terminal."""
+INTERRUPTED = 130
+"""Exit status after a second Ctrl-C, which skips the summary."""
+
+
+@dataclass
+class WatchOptions:
+    """The options of ``toolscore watch``, as parsed by typer."""
+
+    trace: str | None = None
+    gold: str | None = None
+    forbidden: str | None = None
+    follow: bool = False
+    format: str = "auto"
+    findings: str | None = None
+    fail_on_violations: bool = False
+    fail_under: str | None = None
+    weights: list[str] = field(default_factory=list)
+    poll_interval: float = 0.05
+
+
+def format_finding(finding: Finding, calls: int, score: float | None = None) -> str:
+    """One finding's line: ``[calls N] SEVERITY  message`` (with ``| score S`` when given).
+
+    The message is redacted again here, so the line is safe whatever check emitted it.
+    """
+    from .redact import redact_secrets
+
+    prefix = f"[calls {calls}]" if score is None else f"[calls {calls} | score {score:.1%}]"
+    message = " ".join(redact_secrets(finding.message).splitlines())
+    return f"{prefix} {finding.severity.upper():<7}  {message}"
+
+
+class _Status:
+    """The terminal's status line; read by rich's refresh thread, so it only reads counters."""
+
+    def __init__(self, printer: _Printer) -> None:
+        self.printer = printer
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        run = self.printer.run
+        if run is None:
+            return Text("waiting for input...", style="dim")
+        counts = run.severity_counts
+        text = Text(f"calls {run.calls_read:,}", style="bold cyan")
+        text.append(f"  findings {run.findings_count:,}")
+        if run.findings_count:
+            text.append(" (")
+            text.append(f"{counts.get('error', 0)} errors", style="red")
+            text.append(", ")
+            text.append(f"{counts.get('warning', 0)} warnings", style="yellow")
+            text.append(")")
+        text.append(f"  {run.rate:,.0f} calls/s", style="dim")
+        score = self.printer.score
+        if score is not None:
+            text.append(f"  score {score:.1%}", style="bold")
+        if run.stopped:
+            text.append("  stopping...", style="dim")
+        return text
+
+
+class _Printer:
+    """Writes findings as they come (plain lines or above a live status line), the findings
+    file, and keeps the running score fresh."""
+
+    def __init__(self, opts: WatchOptions, console: Console) -> None:
+        self.opts = opts
+        self.console = console
+        self.live_status = console.is_terminal
+        self.run: LiveRun | None = None
+        self.score: float | None = None
+        self._score_at = 0.0
+        self._score_calls = -1
+        self._out: IO[str] = console.file
+        self._findings_fd: int | None = None
+        self._live: Any = None
+
+    def open(self) -> None:
+        if self.opts.findings is not None:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+            self._findings_fd = os.open(self.opts.findings, flags, 0o644)
+        if self.live_status:
+            from rich.live import Live
+
+            self._live = Live(
+                _Status(self),
+                console=self.console,
+                refresh_per_second=STATUS_REFRESH,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start()
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        if self._findings_fd is not None:
+            os.close(self._findings_fd)
+            self._findings_fd = None
+
+    def refresh_score(self, force: bool = False) -> None:
+        run = self.run
+        if run is None or self.opts.gold is None:
+            return
+        now = time.monotonic()
+        calls = run.calls_read
+        if calls == self._score_calls or (not force and now - self._score_at < SCORE_REFRESH):
+            return
+        self._score_at = now
+        self._score_calls = calls
+        self.score = run.snapshot().score
+
+    def on_calls(self, calls: list[ToolCall]) -> None:
+        if self.live_status:
+            self.refresh_score()
+
+    def on_finding(self, found: list[Finding]) -> None:
+        if self._findings_fd is not None:
+            import orjson
+
+            for finding in found:
+                os.write(self._findings_fd, orjson.dumps(finding.to_json()) + b"\n")
+        run = self.run
+        calls = run.calls_read if run is not None else 0
+        self.refresh_score(force=not self.live_status)
+        lines = [format_finding(f, calls, self.score) for f in found]
+        if self.live_status:
+            from rich.text import Text
+
+            for line, finding in zip(lines, found, strict=True):
+                self.console.print(Text(line, style=_STYLE.get(finding.severity, "")))
+        else:
+            self._out.write("\n".join(lines) + "\n")
+            self._out.flush()
+
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _source(opts: WatchOptions) -> Any:
+    """The byte source: stdin, a followed file, a FIFO read live, or a regular file's path."""
+    from .errors import UsageError
+    from .follow import FdStream, FileFollower
+
+    trace = opts.trace
+    if trace is None or trace == "-":
+        if opts.follow:
+            raise UsageError("--follow needs a TRACE file to follow, not stdin")
+        return FdStream(sys.stdin.fileno())
+    if opts.follow:
+        return FileFollower(trace, poll_interval=opts.poll_interval)
+    try:
+        regular = stat.S_ISREG(os.stat(trace).st_mode)
+    except OSError:
+        regular = True  # let the source report the missing file in its own words
+    if regular:
+        return trace
+    return FdStream(os.open(trace, os.O_RDONLY), close_fd=True)
+
+
+async def _signals(
+    printer: _Printer,
+    stop_requested: list[bool],
+    abort: Callable[[], None],
+    *,
+    task_status: TaskStatus[None],
+) -> None:
+    """First SIGINT/SIGTERM: stop reading and finish; a second one: abort without summary."""
+    import anyio
+
+    try:
+        receiver = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
+        signals = receiver.__enter__()
+    except (NotImplementedError, ValueError):  # pragma: no cover - Windows, or not main thread
+        task_status.started()
+        return
+    try:
+        task_status.started()
+        async for _ in signals:
+            if stop_requested[0]:
+                abort()
+                return
+            stop_requested[0] = True
+            if printer.run is not None:
+                printer.run.stop()
+    finally:
+        receiver.__exit__(None, None, None)
+
+
+async def _watch(opts: WatchOptions, printer: _Printer, weights: Any) -> EvaluationResult | None:
+    """Run the watch; ``None`` when a second signal aborted it."""
+    import anyio
+    import anyio.abc
+
+    from .live import plain_errors, watch
+
+    stop_requested = [False]
+    aborted = [False]
+    result: EvaluationResult | None = None
+    with plain_errors():
+        async with anyio.create_task_group() as tg:
+
+            def abort() -> None:
+                aborted[0] = True
+                tg.cancel_scope.cancel()
+
+            await tg.start(_signals, printer, stop_requested, abort)
+            source = _source(opts)
+            try:
+                async with watch(
+                    source,
+                    gold=opts.gold,
+                    forbidden=opts.forbidden,
+                    format=opts.format,
+                    weights=weights,
+                    on_finding=printer.on_finding,
+                    on_calls=printer.on_calls,
+                ) as run:
+                    printer.run = run
+                    if stop_requested[0]:
+                        run.stop()
+                    result = await run.wait()
+            finally:
+                tg.cancel_scope.cancel()
+                if isinstance(source, anyio.abc.AsyncResource):
+                    with anyio.CancelScope(shield=True):
+                        await source.aclose()
+    return None if aborted[0] else result
+
+
+def _print_summary(result: EvaluationResult, console: Console, elapsed: float) -> None:
+    """``eval``'s summary, then ``> Calls read: N in T s (R/s)`` (``eval``'s report lines'
+    place)."""
+    from rich.text import Text
+
+    from .reports.console import EvalSummary
+
+    console.print(EvalSummary(result))
+    n = result.trace_calls_count
+    rate = f" ({n / elapsed:,.0f}/s)" if elapsed > 0 else ""
+    console.print(Text(f"> Calls read: {n:,} in {elapsed:.1f} s{rate}"))
+    console.print()
+    console.file.flush()
+
+
+def run_watch(opts: WatchOptions) -> int:
+    """Run ``toolscore watch`` to the end of input (or a signal) and return the exit status."""
+    import anyio
+
+    from .cli import EvalOptions, _gates, error_line, parse_weights
+    from .errors import InputError, ToolscoreError
+    from .reports.console import make_console
+    from .verdict import parse_fail_under
+
+    try:
+        weights = parse_weights(opts.weights)
+        threshold = None if opts.fail_under is None else parse_fail_under(opts.fail_under)
+    except ValueError as exc:
+        error_line(str(exc))
+        return exit_code(Outcome(usage_error=True))
+    console = make_console()
+    printer = _Printer(opts, console)
+    started = time.monotonic()
+    try:
+        printer.open()
+        try:
+            result = anyio.run(_watch, opts, printer, weights)
+        finally:
+            printer.close()
+    except InputError as exc:
+        error_line(str(exc))
+        return exit_code(Outcome(input_error=True))
+    except (ToolscoreError, ValueError) as exc:
+        error_line(str(exc))
+        return exit_code(Outcome(usage_error=True))
+    except OSError as exc:
+        error_line(str(exc))
+        return exit_code(Outcome(input_error=True))
+    if result is None:
+        error_line("interrupted")
+        return INTERRUPTED
+    _print_summary(result, console, time.monotonic() - started)
+    gate_opts = EvalOptions(
+        gold=opts.gold or "",
+        trace=opts.trace or "-",
+        fail_on_violations=opts.fail_on_violations,
+        fail_under=opts.fail_under,
+    )
+    outcome = _gates(result, gate_opts, threshold)
+    if result.input_error is not None:
+        error_line(str(result.input_error))
+        outcome = Outcome(
+            input_error=True,
+            violations=outcome.violations,
+            below_threshold=outcome.below_threshold,
+        )
+    return exit_code(outcome)
+
+
+def watch_command(
+    trace: Annotated[
+        str | None,
+        typer.Argument(
+            help="A JSON Lines trace file; stdin when omitted or -.", show_default=False
+        ),
+    ] = None,
+    gold: Annotated[
+        str | None, typer.Option("--gold", help="A gold file: also show the running score.")
+    ] = None,
+    forbidden: Annotated[
+        str | None, typer.Option("--forbidden", help="A JSON file of forbidden-call rules.")
+    ] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", "-F", help="Keep reading TRACE as it grows (survives truncation/rotation)."
+        ),
+    ] = False,
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="Trace format, or auto to detect it.")
+    ] = "auto",
+    findings: Annotated[
+        str | None,
+        typer.Option("--findings", help="Append every finding to this file as a JSON line."),
+    ] = None,
+    fail_on_violations: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-violations", help="Exit 1 when a forbidden call or a credential is found."
+        ),
+    ] = False,
+    fail_under: Annotated[
+        str | None,
+        typer.Option("--fail-under", help="Exit 1 when the final score or grade is below this."),
+    ] = None,
+    weight: Annotated[
+        list[str] | None,
+        typer.Option("--weight", help="Score weight NAME=VALUE (repeatable).", show_default=False),
+    ] = None,
+) -> None:
+    """Evaluate a trace live: print each finding as its call arrives, then the summary."""
+    from .cli import error_line
+
+    opts = WatchOptions(
+        trace=trace,
+        gold=gold,
+        forbidden=forbidden,
+        follow=follow,
+        format=format,
+        findings=findings,
+        fail_on_violations=fail_on_violations,
+        fail_under=fail_under,
+        weights=list(weight or ()),
+    )
+    try:
+        code = run_watch(opts)
+    except Exception as exc:
+        error_line(f"internal error: {type(exc).__name__}: {exc}")
+        code = EXIT_ERROR
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``watch`` command to the ``toolscore`` app (called by ``cli.main``)."""
+    if any(getattr(c, "name", None) == "watch" for c in app.registered_commands):
+        return
+    app.command("watch")(watch_command)
