@@ -29,8 +29,12 @@ MAX_KEPT_FINDINGS = 10_000
 """Findings kept on the result at most; sinks (the findings stream, the JSON report) see all."""
 
 
-def _finding_order(finding: Finding) -> int:
-    return -1 if finding.call_index is None else finding.call_index
+def _finding_order(finding: Finding) -> tuple[int, int]:
+    """Input order: by line where the input has lines (a bad line between two calls stays
+    between their findings), then by call."""
+    loc = finding.location
+    line = loc.line if loc is not None and loc.line is not None else 0
+    return (line, -1 if finding.call_index is None else finding.call_index)
 
 
 class Pipeline:
