@@ -35,7 +35,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._exitcodes import EXIT_ERROR, Outcome, exit_code
+from ._exitcodes import EXIT_ERROR
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
@@ -305,17 +305,14 @@ def run_watch(opts: WatchOptions) -> int:
     """Run ``toolscore watch`` to the end of input (or a signal) and return the exit status."""
     import anyio
 
-    from .cli import EvalOptions, _gates, error_line, parse_weights
-    from .errors import InputError, ToolscoreError
+    from .cli import EvalOptions, error_line, failure_status, final_status, parse_run_options
+    from .errors import ToolscoreError
     from .reports.console import make_console
-    from .verdict import parse_fail_under
 
-    try:
-        weights = parse_weights(opts.weights)
-        threshold = None if opts.fail_under is None else parse_fail_under(opts.fail_under)
-    except ValueError as exc:
-        error_line(str(exc))
-        return exit_code(Outcome(usage_error=True))
+    parsed = parse_run_options(opts.weights, opts.fail_under)
+    if isinstance(parsed, int):
+        return parsed
+    weights, threshold = parsed
     console = make_console()
     printer = _Printer(opts, console)
     started = time.monotonic()
@@ -325,15 +322,8 @@ def run_watch(opts: WatchOptions) -> int:
             result = anyio.run(_watch, opts, printer, weights)
         finally:
             printer.close()
-    except InputError as exc:
-        error_line(str(exc))
-        return exit_code(Outcome(input_error=True))
-    except (ToolscoreError, ValueError) as exc:
-        error_line(str(exc))
-        return exit_code(Outcome(usage_error=True))
-    except OSError as exc:
-        error_line(str(exc))
-        return exit_code(Outcome(input_error=True))
+    except (ToolscoreError, ValueError, OSError) as exc:
+        return failure_status(exc)
     if result is None:
         error_line("interrupted")
         return INTERRUPTED
@@ -344,15 +334,7 @@ def run_watch(opts: WatchOptions) -> int:
         fail_on_violations=opts.fail_on_violations,
         fail_under=opts.fail_under,
     )
-    outcome = _gates(result, gate_opts, threshold)
-    if result.input_error is not None:
-        error_line(str(result.input_error))
-        outcome = Outcome(
-            input_error=True,
-            violations=outcome.violations,
-            below_threshold=outcome.below_threshold,
-        )
-    return exit_code(outcome)
+    return final_status(result, gate_opts, threshold)
 
 
 def watch_command(

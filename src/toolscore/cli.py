@@ -272,29 +272,19 @@ def run_eval(opts: EvalOptions) -> int:
     Returns:
         The exit status (see :func:`toolscore._exitcodes.exit_code`).
     """
-    from .errors import InputError, ToolscoreError
+    from .errors import ToolscoreError
     from .reports.json import CallSpool, FindingSpool, write_json_report
-    from .verdict import parse_fail_under
 
-    try:
-        weights = parse_weights(opts.weights)
-        threshold = None if opts.fail_under is None else parse_fail_under(opts.fail_under)
-    except ValueError as exc:
-        error_line(str(exc))
-        return exit_code(Outcome(usage_error=True))
+    parsed = parse_run_options(opts.weights, opts.fail_under)
+    if isinstance(parsed, int):
+        return parsed
+    weights, threshold = parsed
 
     with CallSpool() as spool, FindingSpool() as findings:
         try:
             result = _evaluate(opts, weights, spool, findings)
-        except InputError as exc:
-            error_line(str(exc))
-            return exit_code(Outcome(input_error=True))
-        except (ToolscoreError, ValueError) as exc:
-            error_line(str(exc))
-            return exit_code(Outcome(usage_error=True))
-        except OSError as exc:
-            error_line(_os_error(exc))
-            return exit_code(Outcome(input_error=True))
+        except (ToolscoreError, ValueError, OSError) as exc:
+            return failure_status(exc)
         try:
             write_json_report(result, opts.output, spool, findings=findings)
         except OSError as exc:
@@ -314,6 +304,39 @@ def run_eval(opts: EvalOptions) -> int:
         return EXIT_ERROR
 
     _print_summary(result, opts)
+    return final_status(result, opts, threshold)
+
+
+def parse_run_options(
+    weight_items: list[str], fail_under: str | None
+) -> tuple[dict[str, float] | None, float | str | None] | int:
+    """Parse ``--weight`` and ``--fail-under``; an exit status (after the error line) if bad."""
+    from .verdict import parse_fail_under
+
+    try:
+        weights = parse_weights(weight_items)
+        threshold = None if fail_under is None else parse_fail_under(fail_under)
+    except ValueError as exc:
+        error_line(str(exc))
+        return exit_code(Outcome(usage_error=True))
+    return weights, threshold
+
+
+def failure_status(exc: BaseException) -> int:
+    """Print the one error line for an error raised before a result exists; its exit status."""
+    from .errors import InputError
+
+    if isinstance(exc, OSError):
+        error_line(_os_error(exc))
+        return exit_code(Outcome(input_error=True))
+    error_line(str(exc))
+    if isinstance(exc, InputError):
+        return exit_code(Outcome(input_error=True))
+    return exit_code(Outcome(usage_error=True))
+
+
+def final_status(result: ReportResult, opts: EvalOptions, threshold: float | str | None) -> int:
+    """Apply the gates; an input error met mid-trace is reported and outranks them."""
     outcome = _gates(result, opts, threshold)
     if result.input_error is not None:
         error_line(str(result.input_error))
