@@ -186,7 +186,7 @@ def _strict_equal(expected: Any, actual: Any) -> bool:
         )
     if isinstance(expected, (list, tuple)):
         return len(expected) == len(actual) and all(
-            _strict_equal(e, a) for e, a in zip(expected, actual)
+            _strict_equal(e, a) for e, a in zip(expected, actual, strict=True)
         )
     return bool(expected == actual)
 
