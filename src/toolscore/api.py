@@ -214,23 +214,29 @@ def _no_judge(judge: bool) -> None:
         raise UsageError("the LLM judge is not part of toolscore; evaluate without judge=")
 
 
-def _guard_first(batches: Iterable[Batch]) -> Iterator[Batch]:
-    """Raise an input error met before any call was read, instead of returning it."""
-    read_any = False
-    for batch in batches:
-        if batch.error is not None and not read_any and not batch.calls:
+class _BeforeFirstCall:
+    """Turns an input error met before any call was read into an exception: with nothing
+    evaluated there is no result to carry it."""
+
+    def __init__(self) -> None:
+        self.read_any = False
+
+    def check(self, batch: Batch) -> Batch:
+        if batch.error is not None and not self.read_any and not batch.calls:
             raise batch.error
-        read_any = read_any or bool(batch.calls)
-        yield batch
+        self.read_any = self.read_any or bool(batch.calls)
+        return batch
+
+
+def _guard_first(batches: Iterable[Batch]) -> Iterator[Batch]:
+    guard = _BeforeFirstCall()
+    return (guard.check(batch) for batch in batches)
 
 
 async def _aguard_first(batches: AsyncIterable[Batch]) -> AsyncIterator[Batch]:
-    read_any = False
+    guard = _BeforeFirstCall()
     async for batch in batches:
-        if batch.error is not None and not read_any and not batch.calls:
-            raise batch.error
-        read_any = read_any or bool(batch.calls)
-        yield batch
+        yield guard.check(batch)
 
 
 async def evaluate_stream(

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol
 
 from ..calls import Batch, Location, ToolCall
 
-__all__ = ["Decoder", "Dialect"]
+__all__ = ["Decoder", "Dialect", "MessagesDialect"]
 
 
 class Dialect(ABC):
@@ -70,6 +70,37 @@ class Dialect(ABC):
         for call in self.pending.values():
             self.complete(call, out)
         self.pending.clear()
+
+
+class MessagesDialect(Dialect):
+    """A dialect of chat messages (OpenAI, Anthropic): an item is a message, a list of them,
+    or a container; ``{"messages": [...]}`` is unwrapped here, the rest in :meth:`_other`."""
+
+    def item(self, obj: Any, location: Location | None, out: Batch) -> None:
+        """Decode a message, a list of messages, ``{"messages": [...]}`` or another container."""
+        if isinstance(obj, list):
+            for element in obj:
+                if isinstance(element, dict):
+                    self._dict(element, location, out)
+        elif isinstance(obj, dict):
+            self._dict(obj, location, out)
+
+    def _dict(self, obj: dict[str, Any], location: Location | None, out: Batch) -> None:
+        messages = obj.get("messages")
+        if isinstance(messages, list):
+            for message in messages:
+                if isinstance(message, dict):
+                    self._message(message, location, out)
+            return
+        self._other(obj, location, out)
+
+    @abstractmethod
+    def _message(self, msg: dict[str, Any], location: Location | None, out: Batch) -> None:
+        """Decode one message."""
+
+    @abstractmethod
+    def _other(self, obj: dict[str, Any], location: Location | None, out: Batch) -> None:
+        """Decode a dict that is not a ``{"messages": [...]}`` container."""
 
 
 class Decoder(Protocol):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..calls import Batch, Location, ToolCall
-from ._base import Dialect
+from ._base import MessagesDialect
 from ._util import content_text, input_finding
 from .detect import Shape, line_messages
 
@@ -30,27 +30,12 @@ __all__ = ["DIALECT", "AnthropicDialect", "is_anthropic_messages", "sniff"]
 _TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
 
 
-class AnthropicDialect(Dialect):
+class AnthropicDialect(MessagesDialect):
     """Reads Anthropic messages; pairs ``tool_result`` blocks with their ``tool_use`` by id."""
 
     name = "anthropic"
 
-    def item(self, obj: Any, location: Location | None, out: Batch) -> None:
-        """Decode a message, a list of messages, ``{"messages": [...]}`` or a content block."""
-        if isinstance(obj, list):
-            for element in obj:
-                if isinstance(element, dict):
-                    self._dict(element, location, out)
-        elif isinstance(obj, dict):
-            self._dict(obj, location, out)
-
-    def _dict(self, obj: dict[str, Any], location: Location | None, out: Batch) -> None:
-        messages = obj.get("messages")
-        if isinstance(messages, list):
-            for message in messages:
-                if isinstance(message, dict):
-                    self._message(message, location, out)
-            return
+    def _other(self, obj: dict[str, Any], location: Location | None, out: Batch) -> None:
         if obj.get("type") in _TOOL_BLOCKS:
             self._block(obj, None, location, out)
             return

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..calls import Batch, Location, ToolCall
-from ._base import Dialect
+from ._base import MessagesDialect
 from ._util import content_text, input_finding, parse_arguments
 from .detect import Shape, line_messages
 
@@ -42,27 +42,12 @@ def _usable_id(value: Any) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool) and value != ""
 
 
-class OpenAIDialect(Dialect):
+class OpenAIDialect(MessagesDialect):
     """Reads OpenAI chat messages; pairs ``tool`` messages with their calls by id."""
 
     name = "openai"
 
-    def item(self, obj: Any, location: Location | None, out: Batch) -> None:
-        """Decode a message, a list of messages, ``{"messages"}`` or a chat completion."""
-        if isinstance(obj, list):
-            for element in obj:
-                if isinstance(element, dict):
-                    self._dict(element, location, out)
-        elif isinstance(obj, dict):
-            self._dict(obj, location, out)
-
-    def _dict(self, obj: dict[str, Any], location: Location | None, out: Batch) -> None:
-        messages = obj.get("messages")
-        if isinstance(messages, list):
-            for message in messages:
-                if isinstance(message, dict):
-                    self._message(message, location, out)
-            return
+    def _other(self, obj: dict[str, Any], location: Location | None, out: Batch) -> None:
         choices = obj.get("choices")
         if isinstance(choices, list):
             for choice in choices:
