@@ -225,10 +225,67 @@ def _open_path(path: str) -> tuple[Callable[[int], bytes], Callable[[], None]]:
     if path == "-":
         return _reader(sys.stdin.buffer), lambda: None
     try:
-        raw: Any = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+        if path.endswith(".gz"):
+            raw: Any = gzip.open(path, "rb")
+        elif path.endswith(".zst"):
+            raw = _open_zstd(path)
+        else:
+            raw = open(path, "rb")
     except OSError as exc:
         raise InputError(path, f"cannot open: {exc.strerror or exc}") from None
     return _reader(raw), raw.close
+
+
+def _open_zstd(path: str) -> Any:
+    """A ``.zst`` trace, decompressed as it is read (the optional ``zstandard`` package)."""
+    try:
+        import zstandard
+    except ImportError:
+        raise InputError(
+            path, "reading .zst traces needs the zstandard package: pip install 'toolscore[zstd]'"
+        ) from None
+    return _ZstdReader(open(path, "rb"), zstandard.ZstdDecompressor())
+
+
+class _ZstdReader:
+    """``read1`` over a zstd file that, unlike ``zstandard``'s own stream reader, notices a
+    file cut off inside a frame (``EOFError``, reported as a truncated trace)."""
+
+    def __init__(self, raw: Any, decompressor: Any) -> None:
+        self._raw = raw
+        self._decompressor = decompressor
+        self._frame = decompressor.decompressobj()
+        self._buffer = b""
+
+    def read1(self, size: int = -1) -> bytes:
+        while not self._buffer:
+            chunk = self._raw.read(1 << 16)
+            if not chunk:
+                if not self._frame.eof:
+                    raise EOFError("the input ends inside a zstd frame")
+                return b""
+            if self._frame.eof:  # a further frame
+                self._frame = self._decompressor.decompressobj()
+            self._buffer = self._frame.decompress(chunk)
+            rest = self._frame.unused_data if self._frame.eof else b""
+            while rest:
+                self._frame = self._decompressor.decompressobj()
+                self._buffer += self._frame.decompress(rest)
+                rest = self._frame.unused_data if self._frame.eof else b""
+        if size < 0 or size >= len(self._buffer):
+            out, self._buffer = self._buffer, b""
+        else:
+            out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out
+
+    read = read1
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+def _compressed(path: str) -> bool:
+    return path.endswith((".gz", ".zst"))
 
 
 def _reader(f: Any) -> Callable[[int], bytes]:
@@ -244,7 +301,13 @@ def _read_error(source: str, exc: Exception) -> InputError:
     return MalformedTrace(source, f"cannot read the input: {exc}")
 
 
-_READ_ERRORS = (OSError, EOFError, zlib.error)
+_READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)
+try:  # a damaged .zst stream
+    from zstandard import ZstdError as _ZstdError
+
+    _READ_ERRORS += (_ZstdError,)
+except ImportError:  # pragma: no cover - zstandard is optional
+    pass
 
 
 def _sync_batches(session: Session, read: Callable[[int], bytes], size: int) -> Iterator[Batch]:
@@ -307,7 +370,7 @@ def iter_batches(
 
 def _iter_path(format: str, path: str, size: int) -> Iterator[Batch]:
     read, close = _open_path(path)
-    regular = (path != "-" and source_size(path) is not None) or path.endswith(".gz")
+    regular = (path != "-" and source_size(path) is not None) or _compressed(path)
     session = Session(format, _name(path), pull=(read, size) if regular else None)
     try:
         yield from _sync_batches(session, read, size)
@@ -390,7 +453,7 @@ def source_size(src: Any) -> int | None:
     try:
         if isinstance(src, (str, os.PathLike)):
             path = str(os.fspath(src))
-            if path == "-" or path.endswith(".gz"):
+            if path == "-" or _compressed(path):
                 return None
             st = os.stat(path)
         elif hasattr(src, "fileno"):
