@@ -5,12 +5,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _streamed import streamed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolscore.calls import Batch, ToolCall
-from toolscore.integrations import call_to_dict, from_gemini, run_dialect
-from toolscore.sources import iter_batches
+from toolscore.integrations import from_gemini, run_dialect
 from toolscore.sources.detect import analyse, detect
 from toolscore.sources.gemini import GeminiDialect
 
@@ -190,14 +190,6 @@ def test_arbitrary_json_never_raises(items: list[Any]) -> None:
 
 
 # --- streamed reading agrees with the in-memory helper ---------------------------------------
-
-
-def streamed(path: Path, format: str = "auto") -> list[dict[str, Any]]:
-    found: list[ToolCall] = []
-    for batch in iter_batches(path, format, chunk_size=7):
-        assert batch.error is None
-        found.extend(batch.calls)
-    return [call_to_dict(c) for c in found]
 
 
 CONVERSATION = [

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _streamed import streamed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolscore.calls import Batch, ToolCall
 from toolscore.integrations import call_to_dict, from_mcp, run_dialect
-from toolscore.sources import aiter_batches, iter_batches
+from toolscore.sources import aiter_batches
 from toolscore.sources.detect import detect
 from toolscore.sources.mcp import MCPDialect, content_to_text
 
@@ -239,14 +240,6 @@ def test_responses_in_any_order_pair_by_id(order: list[int], string_ids: list[bo
 
 
 # --- streamed reading agrees with the in-memory helper ---------------------------------------
-
-
-def streamed(path: Path, format: str = "auto") -> list[dict[str, Any]]:
-    found: list[ToolCall] = []
-    for batch in iter_batches(path, format, chunk_size=7):
-        assert batch.error is None
-        found.extend(batch.calls)
-    return [call_to_dict(c) for c in found]
 
 
 @pytest.mark.parametrize(

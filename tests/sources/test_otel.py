@@ -5,12 +5,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _streamed import streamed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolscore.calls import ToolCall
-from toolscore.integrations import call_to_dict, from_otel, run_dialect
-from toolscore.sources import iter_batches
+from toolscore.integrations import from_otel, run_dialect
 from toolscore.sources.detect import detect
 from toolscore.sources.otel import OTelDialect, any_value, attributes, is_tool_span
 
@@ -272,14 +272,6 @@ def test_arbitrary_json_never_raises(items: list[Any]) -> None:
 
 
 # --- streamed reading agrees with the in-memory helper ---------------------------------------
-
-
-def streamed(path: Path, format: str = "auto") -> list[dict[str, Any]]:
-    found: list[ToolCall] = []
-    for batch in iter_batches(path, format, chunk_size=7):
-        assert batch.error is None
-        found.extend(batch.calls)
-    return [call_to_dict(c) for c in found]
 
 
 def test_streamed_otlp_document_matches_from_otel(tmp_path: Path) -> None:
