@@ -36,6 +36,13 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 import typer
 
 from ._exitcodes import EXIT_ERROR
+from .cli import (
+    FailOnViolationsOption,
+    FailUnderOption,
+    ForbiddenOption,
+    FormatOption,
+    WeightOption,
+)
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
@@ -347,36 +354,21 @@ def watch_command(
     gold: Annotated[
         str | None, typer.Option("--gold", help="A gold file: also show the running score.")
     ] = None,
-    forbidden: Annotated[
-        str | None, typer.Option("--forbidden", help="A JSON file of forbidden-call rules.")
-    ] = None,
+    forbidden: ForbiddenOption = None,
     follow: Annotated[
         bool,
         typer.Option(
             "--follow", "-F", help="Keep reading TRACE as it grows (survives truncation/rotation)."
         ),
     ] = False,
-    format: Annotated[
-        str, typer.Option("--format", "-f", help="Trace format, or auto to detect it.")
-    ] = "auto",
+    format: FormatOption = "auto",
     findings: Annotated[
         str | None,
         typer.Option("--findings", help="Append every finding to this file as a JSON line."),
     ] = None,
-    fail_on_violations: Annotated[
-        bool,
-        typer.Option(
-            "--fail-on-violations", help="Exit 1 when a forbidden call or a credential is found."
-        ),
-    ] = False,
-    fail_under: Annotated[
-        str | None,
-        typer.Option("--fail-under", help="Exit 1 when the final score or grade is below this."),
-    ] = None,
-    weight: Annotated[
-        list[str] | None,
-        typer.Option("--weight", help="Score weight NAME=VALUE (repeatable).", show_default=False),
-    ] = None,
+    fail_on_violations: FailOnViolationsOption = False,
+    fail_under: FailUnderOption = None,
+    weight: WeightOption = None,
 ) -> None:
     """Evaluate a trace live: print each finding as its call arrives, then the summary."""
     from .cli import error_line

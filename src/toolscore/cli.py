@@ -381,6 +381,29 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+# Options that `eval` and `watch` share, declared once.
+FormatOption = Annotated[
+    str, typer.Option("--format", "-f", help="Trace format, or auto to detect it.")
+]
+WeightOption = Annotated[
+    list[str] | None,
+    typer.Option("--weight", help="Score weight NAME=VALUE (repeatable).", show_default=False),
+]
+FailUnderOption = Annotated[
+    str | None,
+    typer.Option("--fail-under", help="Exit 1 when the score (0-1) or grade (A-F) is below this."),
+]
+ForbiddenOption = Annotated[
+    str | None, typer.Option("--forbidden", help="A JSON file of forbidden-call rules.")
+]
+FailOnViolationsOption = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-violations", help="Exit 1 when a forbidden call or a credential is found."
+    ),
+]
+
+
 @app.callback()
 def _root(
     version: Annotated[
@@ -399,13 +422,8 @@ def eval_command(
     trace_file: Annotated[
         str, typer.Argument(help="The trace: a file, a .gz file, or - for stdin.")
     ],
-    format: Annotated[
-        str, typer.Option("--format", "-f", help="Trace format, or auto to detect it.")
-    ] = "auto",
-    weight: Annotated[
-        list[str] | None,
-        typer.Option("--weight", help="Score weight NAME=VALUE (repeatable).", show_default=False),
-    ] = None,
+    format: FormatOption = "auto",
+    weight: WeightOption = None,
     output: Annotated[
         str, typer.Option("--output", "-o", help="The JSON report (always written).")
     ] = "toolscore.json",
@@ -416,21 +434,9 @@ def eval_command(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show the detailed metrics.")
     ] = False,
-    fail_under: Annotated[
-        str | None,
-        typer.Option(
-            "--fail-under", help="Exit 1 when the score (0-1) or grade (A-F) is below this."
-        ),
-    ] = None,
-    forbidden: Annotated[
-        str | None, typer.Option("--forbidden", help="A JSON file of forbidden-call rules.")
-    ] = None,
-    fail_on_violations: Annotated[
-        bool,
-        typer.Option(
-            "--fail-on-violations", help="Exit 1 when a forbidden call or a credential is found."
-        ),
-    ] = False,
+    fail_under: FailUnderOption = None,
+    forbidden: ForbiddenOption = None,
+    fail_on_violations: FailOnViolationsOption = False,
 ) -> None:
     """Score a trace against a gold file and report behavior and safety findings."""
     opts = EvalOptions(
