@@ -103,6 +103,29 @@ def _result(
     )
 
 
+def _open_run(
+    gold: GoldInput | None,
+    weights: Mapping[str, float] | None,
+    forbidden: RulesInput,
+    *,
+    strict: bool,
+    keep_calls: bool,
+    on_finding: FindingSink | None = None,
+    on_calls: CallSink | None = None,
+) -> tuple[Pipeline, list[ToolCall], dict[str, float]]:
+    """Validate weights, load the gold file and the rules, build the streaming pipeline."""
+    norm = normalize_weights(weights)
+    gold_calls = [] if gold is None else _gold(gold)
+    rules = _rules(forbidden)
+    pipeline = Pipeline(
+        _checks(gold_calls, rules, strict=strict, keep_details=keep_calls),
+        keep_calls=keep_calls,
+        on_finding=on_finding,
+        on_calls=on_calls,
+    )
+    return pipeline, gold_calls, norm
+
+
 def _batches_of(calls: list[ToolCall]) -> Iterable[Batch]:
     for start in range(0, len(calls), _BATCH):
         chunk = calls[start : start + _BATCH]
@@ -194,11 +217,11 @@ def evaluate_trace(
     _no_judge(judge)
     from .sources import iter_batches
 
-    norm = normalize_weights(weights)
-    gold = _gold(gold_file)
-    rules = _rules(forbidden)
-    pipeline = Pipeline(
-        _checks(gold, rules, strict=strict, keep_details=keep_calls),
+    pipeline, gold, norm = _open_run(
+        gold_file,
+        weights,
+        forbidden,
+        strict=strict,
         keep_calls=keep_calls,
         on_finding=on_finding,
         on_calls=on_calls,
@@ -269,11 +292,11 @@ async def evaluate_stream(
     Raises:
         InputError: as :func:`evaluate_trace`, for errors before the first call.
     """
-    norm = normalize_weights(weights)
-    gold_calls = _gold(gold)
-    rules = _rules(forbidden)
-    pipeline = Pipeline(
-        _checks(gold_calls, rules, strict=strict, keep_details=keep_calls),
+    pipeline, gold_calls, norm = _open_run(
+        gold,
+        weights,
+        forbidden,
+        strict=strict,
         keep_calls=keep_calls,
         on_finding=on_finding,
         on_calls=on_calls,

@@ -37,15 +37,13 @@ from .api import (
     RulesInput,
     TraceSource,
     _aguard_first,
-    _checks,
-    _gold,
+    _open_run,
     _result,
-    _rules,
     abatches,
 )
 from .calls import Batch, Finding, ToolCall
 from .pipeline import CallSink, FindingSink, Pipeline, run_async
-from .result import EvaluationResult, normalize_weights
+from .result import EvaluationResult
 
 __all__ = ["LiveRun", "plain_errors", "watch"]
 
@@ -325,15 +323,10 @@ async def watch(
         UsageError: a bad ``format``.
         ValueError: a bad weight.
     """
-    norm = normalize_weights(weights)
-    gold_calls = _gold(gold) if gold is not None else []
-    rules = _rules(forbidden)
-    send, receive = anyio.create_memory_object_stream[list[Finding]](buffer)
-    pipeline = Pipeline(
-        _checks(gold_calls, rules, strict=strict, keep_details=keep_calls),
-        keep_calls=keep_calls,
-        on_calls=on_calls,
+    pipeline, gold_calls, norm = _open_run(
+        gold, weights, forbidden, strict=strict, keep_calls=keep_calls, on_calls=on_calls
     )
+    send, receive = anyio.create_memory_object_stream[list[Finding]](buffer)
     run = LiveRun(pipeline, gold_calls, norm, receive, send, on_finding)
     pipeline.on_finding = run._sink
     try:
