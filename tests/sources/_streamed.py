@@ -1,9 +1,12 @@
-"""What the format tests share: a trace read back through the streamed reader."""
+"""What the format tests share: a trace read back through the streamed reader, and the
+arbitrary-JSON inputs that every dialect must survive."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+from hypothesis import strategies as st
 
 from toolscore.calls import ToolCall
 from toolscore.integrations import call_to_dict
@@ -17,3 +20,25 @@ def streamed(path: Path, format: str = "auto") -> list[dict[str, Any]]:
         assert batch.error is None
         found.extend(batch.calls)
     return [call_to_dict(c) for c in found]
+
+
+def json_like(keys: list[str]) -> st.SearchStrategy[Any]:
+    """Arbitrary JSON whose object keys come from ``keys`` (a format's own field names), so
+    the values reach deep into a dialect's code paths."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False)
+        | st.text(max_size=5),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(keys), inner, max_size=5)
+        ),
+        max_leaves=20,
+    )
+
+
+def assert_numbered(got: list[ToolCall]) -> None:
+    """Every call a dialect yields is complete, named, and numbered 0, 1, 2, ..."""
+    assert all(c.complete and c.tool for c in got)
+    assert [c.index for c in got] == list(range(len(got)))

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _streamed import streamed
+from _streamed import assert_numbered, json_like, streamed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -135,44 +135,31 @@ def test_from_langgraph_state_attribute_and_model_dump() -> None:
     assert from_langgraph({"messages": [State.messages[0]]}) == [{"tool": "t", "args": {"a": 1}}]
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(
-            st.sampled_from(
-                [
-                    "tool",
-                    "tool_input",
-                    "action",
-                    "name",
-                    "args",
-                    "id",
-                    "type",
-                    "tool_calls",
-                    "tool_call_id",
-                    "messages",
-                    "content",
-                    "status",
-                    "lc",
-                    "kwargs",
-                    "data",
-                ]
-            ),
-            inner,
-            max_size=5,
-        )
-    ),
-    max_leaves=20,
+json_values = json_like(
+    [
+        "tool",
+        "tool_input",
+        "action",
+        "name",
+        "args",
+        "id",
+        "type",
+        "tool_calls",
+        "tool_call_id",
+        "messages",
+        "content",
+        "status",
+        "lc",
+        "kwargs",
+        "data",
+    ]
 )
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(json_values, max_size=6))
 def test_arbitrary_json_never_raises(items: list[Any]) -> None:
-    got = calls(*items)
-    assert all(c.complete and c.tool for c in got)
-    assert [c.index for c in got] == list(range(len(got)))
+    assert_numbered(calls(*items))
 
 
 # --- streamed reading agrees with the in-memory helper ---------------------------------------

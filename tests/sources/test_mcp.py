@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _streamed import streamed
+from _streamed import assert_numbered, json_like, streamed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -201,26 +201,13 @@ def test_from_mcp_dicts() -> None:
     }
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(
-            st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "name", "x"]),
-            inner,
-            max_size=5,
-        )
-    ),
-    max_leaves=20,
-)
+json_values = json_like(["jsonrpc", "id", "method", "params", "result", "error", "name", "x"])
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(json_values, max_size=6))
 def test_arbitrary_json_never_raises(items: list[Any]) -> None:
-    got = calls(*items)
-    assert all(c.complete for c in got)
-    assert [c.index for c in got] == list(range(len(got)))
+    assert_numbered(calls(*items))
 
 
 @settings(max_examples=100, deadline=None)

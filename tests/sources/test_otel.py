@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _streamed import streamed
+from _streamed import assert_numbered, json_like, streamed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -235,40 +235,27 @@ def test_from_otel_reads_the_protobuf_request_itself() -> None:
     assert from_otel(encode_spans(spans)) == from_otel(_otlp_json(spans))
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(
-            st.sampled_from(
-                [
-                    "resourceSpans",
-                    "scopeSpans",
-                    "spans",
-                    "attributes",
-                    "key",
-                    "value",
-                    "stringValue",
-                    "intValue",
-                    "status",
-                    "code",
-                    "startTimeUnixNano",
-                ]
-            ),
-            inner,
-            max_size=5,
-        )
-    ),
-    max_leaves=20,
+json_values = json_like(
+    [
+        "resourceSpans",
+        "scopeSpans",
+        "spans",
+        "attributes",
+        "key",
+        "value",
+        "stringValue",
+        "intValue",
+        "status",
+        "code",
+        "startTimeUnixNano",
+    ]
 )
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(json_values, max_size=6))
 def test_arbitrary_json_never_raises(items: list[Any]) -> None:
-    got = calls(*items)
-    assert all(c.complete and c.tool for c in got)
-    assert [c.index for c in got] == list(range(len(got)))
+    assert_numbered(calls(*items))
 
 
 # --- streamed reading agrees with the in-memory helper ---------------------------------------
