@@ -22,26 +22,23 @@ is not also an ``int``/``str`` canonicalizes by its value (orjson) instead of ``
 dict keys and values with only a ``repr`` give a signature instead of an exception.
 
 :func:`fingerprint` hashes a signature to 64 bits (Python's SipHash: stable within a process,
-which is all an evaluation needs); :class:`FingerprintSet` keeps those in a flat array so that
-counting distinct signatures costs a few bytes per signature, not a Python object each.
+which is all an evaluation needs); :class:`~toolscore._distinct.DistinctCounter` counts the
+distinct ones in bounded memory.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from array import array
 from typing import Any
 
 import orjson
 
-__all__ = ["FingerprintSet", "canonical_args", "fingerprint", "signature"]
+__all__ = ["canonical_args", "fingerprint", "signature"]
 
 _FAST = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 _NON_STR = _FAST | orjson.OPT_NON_STR_KEYS
-_MASK = (1 << 64) - 1
 _EMPTY: dict[str, Any] = {}
-_ZERO = array("Q", [0])
 
 
 def _has_non_finite(value: Any, keys: bool = False) -> bool:
@@ -118,92 +115,10 @@ def signature(tool: str, args: Any) -> tuple[str, bytes]:
 
 
 def fingerprint(tool: str, sig: bytes) -> int:
-    """A 64-bit fingerprint of a signature, never 0; stable within one process.
+    """A signed 64-bit fingerprint of a signature; stable within one process (and its forks).
 
     Args:
         tool: the tool name.
         sig: the canonical arguments from :func:`canonical_args`.
     """
-    return (hash((tool, sig)) & _MASK) or 1
-
-
-class FingerprintSet:
-    """An exact set of 64-bit integers in one open-addressed ``array('Q')``.
-
-    Linear probing, load factor at most 0.7, doubling when full: 11 to 23 bytes per entry
-    (about 16.8 at one million). ``0`` marks an empty slot, so a 0 is stored as 1 (fingerprints
-    from :func:`fingerprint` are never 0).
-    """
-
-    __slots__ = ("_count", "_limit", "_mask", "_slots")
-
-    def __init__(self, capacity: int = 1024) -> None:
-        size = 8
-        while size * 7 < capacity * 10:
-            size *= 2
-        self._slots = _ZERO * size
-        self._mask = size - 1
-        self._limit = size * 7 // 10
-        self._count = 0
-
-    def add(self, fp: int) -> bool:
-        """Add ``fp`` (taken modulo 2**64); return True when it was not already present."""
-        fp &= _MASK
-        if not fp:
-            fp = 1
-        slots = self._slots
-        mask = self._mask
-        i = fp & mask
-        while True:
-            cur = slots[i]
-            if cur == fp:
-                return False
-            if not cur:
-                break
-            i = (i + 1) & mask
-        slots[i] = fp
-        self._count += 1
-        if self._count > self._limit:
-            self._grow()
-        return True
-
-    def __contains__(self, fp: object) -> bool:
-        if not isinstance(fp, int):
-            return False
-        fp = (fp & _MASK) or 1
-        slots = self._slots
-        mask = self._mask
-        i = fp & mask
-        while True:
-            cur = slots[i]
-            if cur == fp:
-                return True
-            if not cur:
-                return False
-            i = (i + 1) & mask
-
-    def _grow(self) -> None:
-        old = self._slots
-        size = 2 * len(old)
-        slots = _ZERO * size
-        mask = size - 1
-        for fp in old:
-            if fp:
-                i = fp & mask
-                while slots[i]:
-                    i = (i + 1) & mask
-                slots[i] = fp
-        self._slots = slots
-        self._mask = mask
-        self._limit = size * 7 // 10
-
-    def __len__(self) -> int:
-        return self._count
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by the slot array."""
-        return len(self._slots) * self._slots.itemsize
-
-    def __repr__(self) -> str:
-        return f"FingerprintSet({self._count} entries, {self.nbytes} bytes)"
+    return hash((tool, sig))

@@ -2,8 +2,9 @@
 
 The check reads ``batch.done``: calls in index order whose failure flag (``call.is_error``)
 is final. State is the previous call's signature and failure flag, a few counters, a
-``Counter`` of failed tool names and a :class:`~toolscore._signature.FingerprintSet` of the
-distinct signatures (a few bytes each) for ``identical_count``.
+``Counter`` of failed tool names and a :class:`~toolscore._distinct.DistinctCounter` of the
+signatures' fingerprints for ``identical_count`` (bounded memory; it spills to disk past
+65,536 distinct signatures).
 
 A retry is a call whose immediately previous call failed and has the same signature (tool and
 canonical arguments); a chain fail, fail, same counts two, and the retry may fail itself.
@@ -14,14 +15,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .._signature import FingerprintSet, canonical_args
+from .._distinct import DistinctCounter
+from .._signature import canonical_args
 from ..calls import Batch, Finding, Severity, ToolCall
 from ..redact import redact_secrets
 from ._base import BaseCheck
 
 __all__ = ["ErrorsCheck", "errors_check"]
 
-_MASK = (1 << 64) - 1
 _ERROR_CHARS = 200
 
 
@@ -69,7 +70,9 @@ class ErrorsCheck(BaseCheck):
         self.total_calls = 0
         self.error_count = 0
         self.retry_after_error_count = 0
-        self._seen = FingerprintSet()
+        self._seen = DistinctCounter()
+        self._distinct: int | None = None
+        """The distinct count, fixed at :meth:`finish`."""
         self._failed: Counter[str] = Counter()
         self._prev_tool: str | None = None
         self._prev_sig = b""
@@ -84,7 +87,7 @@ class ErrorsCheck(BaseCheck):
         for call in batch.done:
             tool = call.tool
             sig = canonical_args(call.args)
-            add((hash((tool, sig)) & _MASK) or 1)  # _signature.fingerprint, inlined
+            add(hash((tool, sig)))  # _signature.fingerprint, inlined
             i = call.index if call.index >= 0 else self.total_calls
             self.total_calls += 1
             if prev_failed and tool == prev_tool and sig == prev_sig:
@@ -102,7 +105,15 @@ class ErrorsCheck(BaseCheck):
     @property
     def identical_count(self) -> int:
         """Calls minus distinct signatures."""
-        return self.total_calls - len(self._seen)
+        distinct = self._distinct if self._distinct is not None else len(self._seen)
+        return self.total_calls - distinct
+
+    def finish(self) -> list[Finding]:
+        """Count the distinct signatures once and delete any run files they spilled to."""
+        if self._distinct is None:
+            self._distinct = len(self._seen)
+            self._seen.close()
+        return []
 
     @property
     def failed_tools(self) -> list[tuple[str, int]]:
