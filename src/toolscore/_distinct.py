@@ -66,6 +66,7 @@ class DistinctCounter:
         """Count ``value`` (a signed 64-bit integer)."""
         s = self._set
         s.add(value)
+        self._count = None
         if len(s) >= self.memory_entries:
             self._spill()
 
@@ -73,6 +74,7 @@ class DistinctCounter:
         """Count every value of ``values``."""
         s = self._set
         s.update(values)
+        self._count = None
         if len(s) >= self.memory_entries:
             self._spill()
 
@@ -116,18 +118,17 @@ class DistinctCounter:
 
     def __len__(self) -> int:
         """The number of distinct values added so far."""
+        if not self._spills:
+            return len(self._set)
         if self._count is None:
-            if not self._spills:
-                self._count = len(self._set)
-            else:
-                if self._set:
-                    self._spill()
-                step = -(-(_HIGH - _LOW) // self.fanout)
-                self._count = sum(
-                    self._count_range(files, _LOW + p * step, min(_LOW + (p + 1) * step, _HIGH))
-                    for p, files in enumerate(self._runs)
-                    if files
-                )
+            if self._set:
+                self._spill()
+            step = -(-(_HIGH - _LOW) // self.fanout)
+            self._count = sum(
+                self._count_range(files, _LOW + p * step, min(_LOW + (p + 1) * step, _HIGH))
+                for p, files in enumerate(self._runs)
+                if files
+            )
         return self._count
 
     def _count_range(self, files: list[Path], lo: int, hi: int) -> int:
