@@ -245,9 +245,9 @@ class _BeforeFirstCall:
         self.read_any = False
 
     def check(self, batch: Batch) -> Batch:
-        if batch.error is not None and not self.read_any and not batch.calls:
+        if batch.error is not None and not self.read_any and not batch.n_calls:
             raise batch.error
-        self.read_any = self.read_any or bool(batch.calls)
+        self.read_any = self.read_any or bool(batch.n_calls)
         return batch
 
 

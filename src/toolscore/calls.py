@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from .columns import Columns
     from .errors import InputError
 
 __all__ = ["Batch", "ExpectedCall", "Finding", "Location", "Severity", "ToolCall"]
@@ -128,19 +129,117 @@ class Finding:
         }
 
 
-@dataclass(slots=True)
 class Batch:
     """What crosses a task boundary: the calls read from one chunk of input.
 
     ``calls`` are new calls, in index order, seen for the first time (their result may still be
     pending). ``done`` are calls whose result is now known, released by the pipeline in index
     order; for formats that carry the result on the call itself, every call is in both lists.
+
+    A batch of the custom format may instead hold a decoded ``block``
+    (:class:`~toolscore.columns.Columns`): its calls are then both new and done, and they only
+    become ``ToolCall`` objects when ``calls`` or ``done`` is read. The built-in checks read
+    :meth:`columns` and :meth:`done_columns`, which never build them.
     """
 
-    calls: list[ToolCall] = field(default_factory=list)
-    done: list[ToolCall] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    """Findings raised while reading (a malformed line), to forward with the batch."""
-    error: InputError | None = None
-    """A fatal input error met after the calls above were read (truncated or malformed JSON).
-    The batch's calls still count; the source stops after this batch."""
+    __slots__ = ("_calls", "_columns", "_done", "_done_columns", "block", "error", "findings")
+
+    def __init__(
+        self,
+        calls: list[ToolCall] | None = None,
+        done: list[ToolCall] | None = None,
+        findings: list[Finding] | None = None,
+        error: InputError | None = None,
+        *,
+        block: Columns | None = None,
+    ) -> None:
+        self._calls = calls
+        self._done = done
+        self.findings: list[Finding] = [] if findings is None else findings
+        """Findings raised while reading (a malformed line), to forward with the batch."""
+        self.error = error
+        """A fatal input error met after the calls above were read (truncated or malformed
+        JSON). The batch's calls still count; the source stops after this batch."""
+        self.block = block
+        self._columns: Columns | None = None
+        self._done_columns: Columns | None = None
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        if self._calls is None:
+            self._calls = self.block.calls() if self.block is not None else []
+        return self._calls
+
+    @calls.setter
+    def calls(self, value: list[ToolCall]) -> None:
+        self._unblock()
+        self._calls = value
+        self._columns = None
+
+    @property
+    def done(self) -> list[ToolCall]:
+        if self._done is None:
+            self._done = self.calls if self.block is not None else []
+        return self._done
+
+    @done.setter
+    def done(self, value: list[ToolCall]) -> None:
+        self._unblock()
+        self._done = value
+        self._done_columns = None
+
+    def _unblock(self) -> None:
+        """A block batch that is changed becomes a batch of ``ToolCall`` lists."""
+        if self.block is not None:
+            calls = self.calls
+            if self._done is None:
+                self._done = calls
+            self.block = None
+            self._columns = self._done_columns = None
+
+    @property
+    def n_calls(self) -> int:
+        """``len(calls)``, without building the calls of a block."""
+        if self._calls is None:
+            return self.block.n if self.block is not None else 0
+        return len(self._calls)
+
+    @property
+    def n_done(self) -> int:
+        """``len(done)``, without building the calls of a block."""
+        if self._done is None:
+            return self.block.n if self.block is not None else 0
+        return len(self._done)
+
+    @property
+    def empty(self) -> bool:
+        """No call, no finding and no error: nothing to hand on."""
+        return not (self.n_calls or self.n_done or self.findings or self.error is not None)
+
+    def columns(self) -> Columns:
+        """The new calls as columns."""
+        if self._columns is None:
+            if self.block is not None:
+                self._columns = self.block
+            else:
+                from .columns import ListColumns
+
+                self._columns = ListColumns(self.calls)
+        return self._columns
+
+    def done_columns(self) -> Columns:
+        """The completed calls as columns (the same object as :meth:`columns` for a block)."""
+        if self._done_columns is None:
+            if self.block is not None:
+                self._done_columns = self.block
+            else:
+                from .columns import ListColumns
+
+                self._done_columns = ListColumns(self.done)
+        return self._done_columns
+
+    def __repr__(self) -> str:
+        return (
+            f"Batch(calls={self.n_calls}, done={self.n_done}, findings={len(self.findings)}, "
+            f"error={self.error!r})"
+        )

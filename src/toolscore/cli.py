@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from .calls import ToolCall
+    from .columns import Columns
     from .reports import ReportResult
 
 __all__ = [
@@ -254,16 +255,32 @@ def _evaluate(
         console=Console(stderr=True),
         transient=True,
     )
-    task = progress.add_task("trace", total=os.path.getsize(opts.trace), calls=0)
-    counted = [0]
+    from .pipeline import ColumnSink
 
-    def counting(calls: list[ToolCall]) -> None:
-        on_calls(calls)
-        counted[0] += len(calls)
-        progress.update(task, calls=counted[0])
+    task = progress.add_task("trace", total=os.path.getsize(opts.trace), calls=0)
+
+    class Counting:
+        """The spool, counting the calls for the progress bar on the way."""
+
+        counted = 0
+
+        def _count(self, n: int) -> None:
+            self.counted += n
+            progress.update(task, calls=self.counted)
+
+        def __call__(self, calls: list[ToolCall]) -> None:
+            on_calls(calls)
+            self._count(len(calls))
+
+        def take_columns(self, columns: Columns) -> None:
+            if isinstance(on_calls, ColumnSink):
+                on_calls.take_columns(columns)
+            else:
+                on_calls(columns.calls())
+            self._count(columns.n)
 
     with progress, contextlib.ExitStack() as stack:
-        return run(_open_with_progress(opts.trace, progress, task, stack), counting)
+        return run(_open_with_progress(opts.trace, progress, task, stack), Counting())
 
 
 def run_eval(opts: EvalOptions) -> int:

@@ -198,6 +198,8 @@ def compare_values(expected: Any, actual: Any, strict: bool = False) -> bool:
     both strings compared after ``strip()``. Only the top level is lenient. Strict: identical
     types, recursively. Matchers are honoured at any depth in both modes.
     """
+    if expected.__class__ is str and actual.__class__ is str:  # the common case, first
+        return expected == actual or (not strict and expected.strip() == actual.strip())
     if isinstance(expected, Matcher):
         return expected.matches(actual)
     if strict:

@@ -12,18 +12,40 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .calls import Batch, Finding, ToolCall
 from .checks._base import BaseCheck
+from .columns import Columns
 from .errors import InputError
 
-__all__ = ["MAX_KEPT_FINDINGS", "CallSink", "FindingSink", "Pipeline", "run_async", "run_sync"]
+__all__ = [
+    "MAX_KEPT_FINDINGS",
+    "CallSink",
+    "ColumnSink",
+    "FindingSink",
+    "Pipeline",
+    "run_async",
+    "run_sync",
+]
 
 FindingSink = Callable[[list[Finding]], Awaitable[None] | None]
 """Receives the findings of one batch, in call order, as soon as they are known."""
 CallSink = Callable[[list[ToolCall]], Awaitable[None] | None]
 """Receives the completed calls of one batch, in index order."""
+
+
+@runtime_checkable
+class ColumnSink(Protocol):
+    """A call sink that can take a batch's completed calls as columns (the JSON report's
+    spool does), so that a decoded block never has to become ``ToolCall`` objects."""
+
+    def __call__(self, calls: list[ToolCall]) -> Awaitable[None] | None: ...
+
+    def take_columns(self, columns: Columns) -> None:
+        """Receive the completed calls of one batch, in index order."""
+        ...
+
 
 MAX_KEPT_FINDINGS = 10_000
 """Findings kept on the result at most; sinks (the findings stream, the JSON report) see all."""
@@ -92,9 +114,12 @@ class Pipeline:
         return released
 
     def _prepare(self, batch: Batch) -> Batch:
-        if batch.done and batch is not self._flushed:
+        if batch.block is not None and not self._waiting:
+            # a decoded block: complete, numbered on from the calls before it
+            self.calls_done += batch.block.n
+        elif batch.n_done and batch is not self._flushed:
             batch.done = self._in_order(batch.done)
-        self.calls_read += len(batch.calls)
+        self.calls_read += batch.n_calls
         return batch
 
     def _collect(self, batch: Batch, per_check: list[list[Finding]]) -> list[Finding]:
@@ -109,7 +134,7 @@ class Pipeline:
         else:
             self.findings.extend(found[: max(room, 0)])
             self.findings_omitted += len(found) - max(room, 0)
-        if batch.done and self.calls is not None:
+        if self.calls is not None and batch.n_done:
             self.calls.extend(batch.done)
         if batch.error is not None and self.error is None:
             self.error = batch.error
@@ -123,7 +148,7 @@ class Pipeline:
     def finish(self) -> list[Finding]:
         """End of stream: release any held-back calls, let each check finish once."""
         batch = self._flush()
-        found = self.process(batch) if (batch.done or batch.calls) else []
+        found = self.process(batch) if (batch.n_done or batch.n_calls) else []
         tail: list[Finding] = []
         for check in self.checks:
             tail.extend(check.finish())
@@ -149,7 +174,7 @@ class Pipeline:
 
     async def afinish(self) -> list[Finding]:
         batch = self._flush()
-        found = await self.aprocess(batch) if (batch.done or batch.calls) else []
+        found = await self.aprocess(batch) if (batch.n_done or batch.n_calls) else []
         tail: list[Finding] = []
         for check in self.checks:
             tail.extend(await check.afinish())
@@ -159,8 +184,12 @@ class Pipeline:
 
 def _call_sinks(pipeline: Pipeline, batch: Batch, found: list[Finding]) -> list[Any]:
     pending: list[Any] = []
-    if batch.done and pipeline.on_calls is not None:
-        pending.append(pipeline.on_calls(batch.done))
+    sink = pipeline.on_calls
+    if sink is not None and batch.n_done:
+        if isinstance(sink, ColumnSink):
+            sink.take_columns(batch.done_columns())
+        else:
+            pending.append(sink(batch.done))
     if found and pipeline.on_finding is not None:
         pending.append(pipeline.on_finding(found))
     return pending
@@ -178,7 +207,7 @@ def run_sync(pipeline: Pipeline, batches: Iterable[Batch]) -> None:
         if batch.error is not None:
             break
     tail_batch = pipeline._flush()
-    found = pipeline.process(tail_batch) if tail_batch.done else []
+    found = pipeline.process(tail_batch) if tail_batch.n_done else []
     _sync_sinks(pipeline, tail_batch, found)
     tail = pipeline.finish()
     _sync_sinks(pipeline, Batch(), tail)
@@ -200,7 +229,7 @@ async def run_async(pipeline: Pipeline, batches: AsyncIterable[Batch]) -> None:
         if batch.error is not None:
             break
     tail_batch = pipeline._flush()
-    found = await pipeline.aprocess(tail_batch) if tail_batch.done else []
+    found = await pipeline.aprocess(tail_batch) if tail_batch.n_done else []
     await _async_sinks(pipeline, tail_batch, found)
     tail = await pipeline.afinish()
     await _async_sinks(pipeline, Batch(), tail)

@@ -16,8 +16,7 @@ from collections import Counter
 from typing import Any
 
 from .._distinct import DistinctCounter
-from .._signature import canonical_args
-from ..calls import Batch, Finding, Severity, ToolCall
+from ..calls import Batch, Finding, Location, Severity
 from ..redact import redact_secrets
 from ._base import BaseCheck
 
@@ -33,9 +32,8 @@ def _short_error(error: str) -> str:
     return text
 
 
-def _failed(call: ToolCall, i: int) -> Finding:
-    error = call.error
-    message = f"call {i + 1} {call.tool} failed"
+def _failed(tool: str, error: str | None, location: Location | None, i: int) -> Finding:
+    message = f"call {i + 1} {tool} failed"
     if error:
         message += f": {_short_error(error)}"
     return Finding(
@@ -44,20 +42,20 @@ def _failed(call: ToolCall, i: int) -> Finding:
         severity="warning",
         message=message,
         call_index=i,
-        tool=call.tool,
-        location=call.location,
+        tool=tool,
+        location=location,
     )
 
 
-def _retry(call: ToolCall, i: int) -> Finding:
+def _retry(tool: str, location: Location | None, i: int) -> Finding:
     return Finding(
         check="errors",
         kind="retry_after_error",
         severity="warning",
-        message=f"call {i + 1} {call.tool} repeats failed call {i} with the same arguments",
+        message=f"call {i + 1} {tool} repeats failed call {i} with the same arguments",
         call_index=i,
-        tool=call.tool,
-        location=call.location,
+        tool=tool,
+        location=location,
     )
 
 
@@ -77,27 +75,42 @@ class ErrorsCheck(BaseCheck):
         self._prev_failed = False
 
     def feed(self, batch: Batch) -> list[Finding]:
+        cols = batch.done_columns()
+        n = cols.n
+        if not n:
+            return []
+        tools = cols.tools
+        sigs = cols.sigs()
+        self._seen.update(map(hash, zip(tools, sigs, strict=True)))  # _signature.fingerprint
+        failed = cols.failed()
+        # a retry: the call right after a failed one, with the same tool and arguments
+        retries: list[int] = []
+        if self._prev_failed and tools[0] == self._prev_tool and sigs[0] == self._prev_sig:
+            retries.append(0)
+        for f in failed:
+            j = f + 1
+            if j < n and tools[j] == tools[f] and sigs[j] == sigs[f]:
+                retries.append(j)
+        base = self.total_calls
+        self.total_calls = base + n
+        self.error_count += len(failed)
+        self.retry_after_error_count += len(retries)
+        self._failed.update(tools[f] for f in failed)
+        self._prev_tool, self._prev_sig = tools[-1], sigs[-1]
+        self._prev_failed = bool(failed) and failed[-1] == n - 1
+        if not failed and not retries:
+            return []
         findings: list[Finding] = []
-        add = self._seen.add
-        prev_tool = self._prev_tool
-        prev_sig = self._prev_sig
-        prev_failed = self._prev_failed
-        for call in batch.done:
-            tool = call.tool
-            sig = canonical_args(call.args)
-            add(hash((tool, sig)))  # _signature.fingerprint, inlined
-            i = call.index if call.index >= 0 else self.total_calls
-            self.total_calls += 1
-            if prev_failed and tool == prev_tool and sig == prev_sig:
-                self.retry_after_error_count += 1
-                findings.append(_retry(call, i))
-            failed = call.is_error
-            if failed:
-                self.error_count += 1
-                self._failed[tool] += 1
-                findings.append(_failed(call, i))
-            prev_tool, prev_sig, prev_failed = tool, sig, failed
-        self._prev_tool, self._prev_sig, self._prev_failed = prev_tool, prev_sig, prev_failed
+        # in call order; within a call, the retry before the failure
+        events = sorted([(j, 0) for j in retries] + [(f, 1) for f in failed])
+        for pos, kind in events:
+            i = cols.index(pos)
+            if i < 0:
+                i = base + pos
+            if kind == 0:
+                findings.append(_retry(tools[pos], cols.location(pos), i))
+            else:
+                findings.append(_failed(tools[pos], cols.error(pos), cols.location(pos), i))
         return findings
 
     @property

@@ -35,10 +35,12 @@ Differences from Toolscore, all deliberate:
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..calls import Batch, Finding, ToolCall
+from ..columns import Columns
 from ..matchers import compare_values
 from ._base import BaseCheck
 
@@ -82,6 +84,10 @@ class _ColumnDistance:
             diag = up
             i += 1
 
+    def run(self, names: list[str]) -> None:
+        for name in names:
+            self.step(name)
+
     @property
     def distance(self) -> int:
         return self.col[-1]
@@ -109,21 +115,31 @@ class _BitParallelDistance:
         self.dist = m
 
     def step(self, name: str) -> None:
+        self.run([name])
+
+    def run(self, names: list[str]) -> None:
+        """Step through ``names``; the loop keeps the state in locals."""
+        peq = self.peq
+        top = self.top
+        full = self.full
         vp = self.vp
         vn = self.vn
-        x = self.peq.get(name, 0) | vn
-        d0 = (((x & vp) + vp) ^ vp) | x
-        hp = vn | ~(d0 | vp)
-        hn = d0 & vp
-        if hp & self.top:
-            self.dist += 1
-        elif hn & self.top:
-            self.dist -= 1
-        hp = (hp << 1) | 1
-        hn <<= 1
-        full = self.full
-        self.vp = (hn | ~(d0 | hp)) & full
-        self.vn = hp & d0 & full
+        dist = self.dist
+        for name in names:
+            x = peq.get(name, 0) | vn
+            d0 = (((x & vp) + vp) ^ vp) | x
+            hp = vn | ~(d0 | vp)
+            hn = d0 & vp
+            if hp & top:
+                dist += 1
+            elif hn & top:
+                dist -= 1
+            hp = (hp << 1) | 1
+            vp = ((hn << 1) | ~(d0 | hp)) & full
+            vn = hp & d0 & full
+        self.vp = vp
+        self.vn = vn
+        self.dist = dist
 
     @property
     def distance(self) -> int:
@@ -326,13 +342,12 @@ def _prf(correct: int, expected: int, actual: int, vacuous: int) -> dict[str, fl
     return {"precision": precision, "recall": recall, "f1": f1}
 
 
-def _step_matches(gold: ToolCall, call: ToolCall) -> bool:
-    if gold.tool != call.tool:
+def _step_matches(gold: ToolCall, tool: str, targs: Any) -> bool:
+    if gold.tool != tool:
         return False
     gargs = gold.args or {}
     if not isinstance(gargs, dict) or not gargs:
         return True
-    targs = call.args
     if not isinstance(targs, dict):
         return False
     for key, expected in gargs.items():
@@ -340,10 +355,6 @@ def _step_matches(gold: ToolCall, call: ToolCall) -> bool:
         if actual is _MISSING or expected != actual:
             return False
     return True
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class ExpectedCheck(BaseCheck):
@@ -367,7 +378,7 @@ class ExpectedCheck(BaseCheck):
         for name in names:
             self._gold_counts[name] = self._gold_counts.get(name, 0) + 1
         self._calls = 0
-        self._counts: dict[str, int] = {}
+        self._counts: Counter[str] = Counter()
         self._distance = _distance_tracker(names)
         self._correct_steps = 0
         self._details: list[dict[str, Any]] = []
@@ -413,60 +424,59 @@ class ExpectedCheck(BaseCheck):
 
     def feed(self, batch: Batch) -> list[Finding]:
         """Account for ``batch.calls`` (names and args) and ``batch.done`` (results)."""
-        if batch.calls:
-            self._feed_calls(batch.calls)
-        if batch.done:
-            self._feed_done(batch.done)
+        if batch.n_calls:
+            self._feed_calls(batch.columns())
+        if batch.n_done:
+            self._feed_done(batch.done_columns())
         return []
 
-    def _feed_calls(self, calls: list[ToolCall]) -> None:
-        counts = self._counts
-        step = self._distance.step
-        live = self._live
-        gold = self.gold
-        n_gold = len(gold)
-        tail_end = self._tail_end
+    def _feed_calls(self, cols: Columns) -> None:
+        tools = cols.tools
+        args = cols.args
         pos = self._calls
-        for call in calls:
-            name = call.tool
-            counts[name] = counts.get(name, 0) + 1
-            step(name)
-            if pos < n_gold:
-                self._trajectory_step(gold[pos], call, pos)
-            elif pos < tail_end:
-                self._tail_step(call, pos)
-            else:
-                self._tail_omitted += 1
-            tool_groups = live.get(name)
-            if tool_groups is not None and not self._offer(tool_groups, call.args, pos):
-                del live[name]
-            pos += 1
-        self._calls = pos
+        self._counts.update(tools)
+        self._distance.run(tools)
+        n_gold = len(self.gold)
+        if pos < self._tail_end:
+            for i in range(min(cols.n, self._tail_end - pos)):
+                if pos + i < n_gold:
+                    self._trajectory_step(self.gold[pos + i], tools[i], args[i], pos + i)
+                else:
+                    self._tail_step(tools[i], args[i], pos + i)
+        if pos + cols.n > self._tail_end:
+            self._tail_omitted += pos + cols.n - max(pos, self._tail_end)
+        live = self._live
+        if live:
+            for i, name in enumerate(tools):
+                tool_groups = live.get(name)
+                if tool_groups is not None and not self._offer(tool_groups, args[i], pos + i):
+                    del live[name]
+        self._calls = pos + cols.n
 
-    def _trajectory_step(self, gold: ToolCall, call: ToolCall, pos: int) -> None:
-        matches = _step_matches(gold, call)
+    def _trajectory_step(self, gold: ToolCall, tool: str, args: Any, pos: int) -> None:
+        matches = _step_matches(gold, tool, args)
         if matches:
             self._correct_steps += 1
         self._details.append(
             {
                 "step": pos + 1,
                 "expected_tool": gold.tool,
-                "actual_tool": call.tool,
+                "actual_tool": tool,
                 "matches": matches,
                 "expected_args": gold.args or {},
-                "actual_args": call.args or {},
+                "actual_args": args or {},
             }
         )
 
-    def _tail_step(self, call: ToolCall, pos: int) -> None:
+    def _tail_step(self, tool: str, args: Any, pos: int) -> None:
         self._details.append(
             {
                 "step": pos + 1,
                 "expected_tool": None,
-                "actual_tool": call.tool,
+                "actual_tool": tool,
                 "matches": False,
                 "expected_args": {},
-                "actual_args": call.args or {},
+                "actual_args": args or {},
                 "error": "Unnecessary step - not in expected path",
             }
         )
@@ -496,21 +506,24 @@ class ExpectedCheck(BaseCheck):
                 cands.pop()
         return saturated < len(tool_groups)
 
-    def _feed_done(self, done: list[ToolCall]) -> None:
+    def _feed_done(self, cols: Columns) -> None:
         needed = self._still_needed
-        durations = self._durations
-        costs = self._costs
-        for call in done:
-            left = needed.get(call.tool)
-            if left and not call.is_error:
-                needed[call.tool] = left - 1
-            d = call.duration
-            if d is not None and _is_number(d):
-                durations.add(d)
-            c = call.cost
-            if c is not None and _is_number(c):
-                costs.add(c)
-                self._cost_by_tool[call.tool] = self._cost_by_tool.get(call.tool, 0.0) + c
+        if any(needed.values()):
+            tools = cols.tools
+            ok = Counter(tools)
+            ok.subtract(tools[i] for i in cols.failed())
+            for tool, left in needed.items():
+                if left:
+                    needed[tool] = max(0, left - ok[tool])
+        durations = cols.durations()
+        if durations:
+            self._durations.add_all(durations)
+        costs = cols.costs()
+        if costs:
+            by_tool = self._cost_by_tool
+            for tool, cost in costs:
+                by_tool[tool] = by_tool.get(tool, 0.0) + cost
+            self._costs.add_all([cost for _, cost in costs])
 
     def finish(self) -> list[Finding]:
         """Solve the argument pairing; no findings."""
@@ -742,16 +755,19 @@ class _Stats:
         self.max: float = 0.0
         self.min: float = 0.0
 
-    def add(self, value: float) -> None:
+    def add_all(self, values: list[float]) -> None:
+        """Add ``values`` (not empty), in order: ``total`` is summed as ``sum`` would."""
+        high = max(values)
+        low = min(values)
         if self.count == 0:
-            self.max = self.min = value
+            self.max, self.min = high, low
         else:
-            if value > self.max:
-                self.max = value
-            if value < self.min:
-                self.min = value
-        self.total += value
-        self.count += 1
+            if high > self.max:
+                self.max = high
+            if low < self.min:
+                self.min = low
+        self.total = sum(values, self.total)
+        self.count += len(values)
 
 
 def expected_check(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..calls import Batch, Finding, ToolCall
+from ..calls import Batch, Finding, Location, ToolCall
 from ..rules import Rule, match_rule, rules_from_python
 from ._base import BaseCheck
 
@@ -34,15 +34,17 @@ class PolicyCheck(BaseCheck):
 
     def check_call(self, call: ToolCall, index: int | None = None) -> dict[str, Any] | None:
         """Check one call; record and return its violation, or return None."""
-        candidates = self._by_tool.get(call.tool)
+        return self._check(call.tool, call.args, call.index if index is None else index)
+
+    def _check(self, tool: str, args: Any, index: int) -> dict[str, Any] | None:
+        candidates = self._by_tool.get(tool)
         if candidates is None:
             return None
-        args = call.args
         for rule_index, rule_args in candidates:
             if match_rule(args, rule_args):
                 violation = {
-                    "index": call.index if index is None else index,
-                    "tool": call.tool,
+                    "index": index,
+                    "tool": tool,
                     "args": args or {},
                     "rule": rule_index,
                     "reason": self.rules[rule_index]["reason"],
@@ -52,14 +54,18 @@ class PolicyCheck(BaseCheck):
         return None
 
     def feed(self, batch: Batch) -> list[Finding]:
-        findings: list[Finding] = []
+        cols = batch.columns()
         by_tool = self._by_tool
-        for call in batch.calls:
-            if call.tool not in by_tool:
-                continue
-            violation = self.check_call(call)
+        tools = cols.tools
+        hits = [i for i, tool in enumerate(tools) if tool in by_tool]
+        if not hits:
+            return []
+        findings: list[Finding] = []
+        args = cols.args
+        for i in hits:
+            violation = self._check(tools[i], args[i], cols.index(i))
             if violation is not None:
-                findings.append(_finding(call, violation))
+                findings.append(_finding(violation, cols.location(i)))
         return findings
 
     def report(self) -> dict[str, Any]:
@@ -75,9 +81,10 @@ class PolicyCheck(BaseCheck):
         return {"policy_metrics": self.report()}
 
 
-def _finding(call: ToolCall, violation: dict[str, Any]) -> Finding:
+def _finding(violation: dict[str, Any], location: Location | None) -> Finding:
     i = violation["index"]
-    message = f"call {i + 1} {call.tool} matches forbidden rule {violation['rule'] + 1}"
+    tool = violation["tool"]
+    message = f"call {i + 1} {tool} matches forbidden rule {violation['rule'] + 1}"
     reason = violation["reason"]
     if reason:
         message += f": {reason}"
@@ -87,8 +94,8 @@ def _finding(call: ToolCall, violation: dict[str, Any]) -> Finding:
         severity="error",
         message=message,
         call_index=i,
-        tool=call.tool,
-        location=call.location,
+        tool=tool,
+        location=location,
     )
 
 

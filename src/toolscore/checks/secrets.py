@@ -5,20 +5,30 @@ scanned with the ten patterns of :mod:`toolscore.redact`; each accepted match is
 reported as soon as the call is read. Order: by call, then by string (depth first), then by
 pattern order, as Toolscore does.
 
-The common case costs one orjson dump and one prefilter search per call: the arguments'
-JSON bytes hold every string (unescaped where the prefixes are concerned), so when the
-prefilter finds no candidate prefix there, no string of the call needs a look.
+The common case costs one regex pass over a whole batch: the canonical JSON text of a call's
+arguments (which the errors check needs too, so it is made once) holds every string of them,
+unescaped where the credential prefixes are concerned, so the calls whose text shows no
+candidate prefix need no closer look.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
+from itertools import accumulate
 from typing import Any
 
 import orjson
 
-from ..calls import Batch, Finding, ToolCall
-from ..redact import _PREFILTER_BYTES, iter_strings, preview, redact_secrets, scan_text
+from ..calls import Batch, Finding, Location, ToolCall
+from ..redact import (
+    _PREFILTER_BYTES,
+    PREFILTER_SCAN,
+    iter_strings,
+    preview,
+    redact_secrets,
+    scan_text,
+)
 from ._base import BaseCheck
 
 __all__ = ["SecretsCheck", "find_secrets", "scan_call", "secrets_check"]
@@ -33,6 +43,42 @@ def _candidate(args: Any) -> bool:
     return _PREFILTER_BYTES.search(raw) is not None
 
 
+def _candidates(sigs: list[bytes]) -> list[int]:
+    """The positions of the canonical argument texts in which a credential may start.
+
+    The texts are searched as one, so a batch costs one regex pass in C; every string of an
+    argument value is in its canonical text, with the credential prefixes' characters (ASCII
+    letters, digits, ``-`` and ``_``) as they are.
+    """
+    text = b"\n".join(sigs)  # a canonical text never holds a raw newline
+    first = PREFILTER_SCAN.search(text)
+    if first is None:
+        return []
+    ends = list(accumulate(len(s) + 1 for s in sigs))
+    hits: list[int] = []
+    for m in PREFILTER_SCAN.finditer(text, first.start()):
+        pos = bisect_right(ends, m.start())
+        if not hits or hits[-1] != pos:
+            hits.append(pos)
+    return hits
+
+
+def _scan(args: Any, tool: str, index: int) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    for path, text in iter_strings(args):
+        for _start, _end, kind, secret in scan_text(text):
+            records.append(
+                {
+                    "index": index,
+                    "tool": tool,
+                    "path": path,
+                    "kind": kind,
+                    "preview": preview(kind, secret),
+                }
+            )
+    return records
+
+
 def scan_call(call: ToolCall, index: int | None = None) -> list[dict[str, Any]]:
     """The credential records of one call: ``{"index", "tool", "path", "kind", "preview"}``.
 
@@ -43,20 +89,7 @@ def scan_call(call: ToolCall, index: int | None = None) -> list[dict[str, Any]]:
     args = call.args
     if not args or not isinstance(args, (dict, list, tuple, str)) or not _candidate(args):
         return []
-    at = call.index if index is None else index
-    records: list[dict[str, Any]] = []
-    for path, text in iter_strings(args):
-        for _start, _end, kind, secret in scan_text(text):
-            records.append(
-                {
-                    "index": at,
-                    "tool": call.tool,
-                    "path": path,
-                    "kind": kind,
-                    "preview": preview(kind, secret),
-                }
-            )
-    return records
+    return _scan(args, call.tool, call.index if index is None else index)
 
 
 def find_secrets(calls: Iterable[ToolCall]) -> dict[str, Any]:
@@ -71,20 +104,21 @@ def find_secrets(calls: Iterable[ToolCall]) -> dict[str, Any]:
     return {"secret_count": len(secrets), "secrets": secrets}
 
 
-def _finding(call: ToolCall, record: dict[str, Any]) -> Finding:
+def _finding(record: dict[str, Any], location: Location | None) -> Finding:
     i = record["index"]
+    tool = record["tool"]
     path = redact_secrets(record["path"])
     return Finding(
         check="secrets",
         kind=record["kind"],
         severity="error",
         message=(
-            f"call {i + 1} {call.tool} passes a credential ({record['kind']}) "
+            f"call {i + 1} {tool} passes a credential ({record['kind']}) "
             f"in '{path}': {record['preview']}"
         ),
         call_index=i,
-        tool=call.tool,
-        location=call.location,
+        tool=tool,
+        location=location,
         preview=record["preview"],
     )
 
@@ -98,15 +132,20 @@ class SecretsCheck(BaseCheck):
         self.secrets: list[dict[str, Any]] = []
 
     def feed(self, batch: Batch) -> list[Finding]:
+        cols = batch.columns()
+        if not cols.n:
+            return []
         findings: list[Finding] = []
-        for call in batch.calls:
-            args = call.args
+        all_args = cols.args
+        for i in _candidates(cols.sigs()):
+            args = all_args[i]
             if not args or not isinstance(args, (dict, list, tuple, str)):
                 continue
-            records = scan_call(call)
+            records = _scan(args, cols.tools[i], cols.index(i))
             if records:
                 self.secrets.extend(records)
-                findings.extend(_finding(call, r) for r in records)
+                location = cols.location(i)
+                findings.extend(_finding(r, location) for r in records)
         return findings
 
     def metrics(self) -> dict[str, Any]:

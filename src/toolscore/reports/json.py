@@ -13,10 +13,9 @@ The record keeps arguments as recorded, credentials included (treat it like the 
 from __future__ import annotations
 
 import json as _stdlib_json
-import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from types import TracebackType
 from typing import IO, Any, TypeVar
@@ -24,7 +23,8 @@ from typing import IO, Any, TypeVar
 import orjson
 
 from ..calls import Finding, ToolCall
-from ..result import call_record, json_safe
+from ..columns import Columns, call_line
+from ..result import json_safe
 from . import ReportResult, failed_calls, secret_count
 
 __all__ = ["CallSpool", "FindingSpool", "dumps", "summary", "write_json_report"]
@@ -66,15 +66,9 @@ class _LineSpool:
         self._file: IO[bytes] = tempfile.TemporaryFile(dir=directory)
         self.count = 0
 
-    def _append(self, records: Iterable[Any]) -> None:
-        # write each line at once: a list of orjson results would hold a few KB per record
-        write = self._file.write
-        count = 0
-        for record in records:
-            write(dumps(record))
-            write(b"\n")
-            count += 1
-        self.count += count
+    def _append(self, records: list[Any]) -> None:
+        self._file.write(b"".join([dumps(record) + b"\n" for record in records]))
+        self.count += len(records)
 
     def copy_to(self, out: IO[bytes], separator: bytes) -> None:
         """Write the spooled records to ``out``, separated by ``separator`` (no trailing one)."""
@@ -118,52 +112,13 @@ class CallSpool(_LineSpool):
     """
 
     def __call__(self, calls: list[ToolCall]) -> None:
-        write = self._file.write
-        for call in calls:
-            write(_call_line(call))
+        self._file.write(b"".join(map(call_line, calls)))
         self.count += len(calls)
 
-
-def _nonfinite(value: Any) -> bool:
-    """True when ``value`` holds a NaN or an infinity (which orjson would write as null)."""
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_nonfinite(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_nonfinite(v) for v in value)
-    return False
-
-
-def _call_line(call: ToolCall) -> bytes:
-    """``call_record(call)`` as one JSON line, without walking arguments decoded from JSON.
-
-    Arguments and results read from a trace are plain JSON data, so orjson writes them as
-    they are; anything it refuses (a non-str key, a set, a huge int) or a NaN (which it would
-    write as null) takes the ``call_record`` path.
-    """
-    try:
-        args = orjson.dumps(call.args)
-        result = orjson.dumps(call.result)
-    except TypeError:
-        return dumps(call_record(call)) + b"\n"
-    if (b"null" in args and _nonfinite(call.args)) or (
-        b"null" in result and _nonfinite(call.result)
-    ):
-        return dumps(call_record(call)) + b"\n"
-    err = call.metadata.get("error") if call.metadata else None
-    tail = dumps(
-        {
-            "is_error": call.is_error,
-            "error": None if isinstance(err, bool) else json_safe(err),
-            "duration": json_safe(call.duration),
-            "cost": json_safe(call.cost),
-        }
-    )
-    return b"".join(
-        (b'{"tool":', orjson.dumps(call.tool), b',"args":', args, b',"result":', result, b",",
-         tail[1:], b"\n")
-    )  # fmt: skip
+    def take_columns(self, columns: Columns) -> None:
+        """Spool a batch given as columns (a decoded block writes its lines in one C call)."""
+        self._file.write(columns.records())
+        self.count += columns.n
 
 
 class FindingSpool(_LineSpool):
@@ -171,7 +126,7 @@ class FindingSpool(_LineSpool):
     result keeps in memory."""
 
     def __call__(self, findings: list[Finding]) -> None:
-        self._append(finding.to_json() for finding in findings)
+        self._append([finding.to_json() for finding in findings])
 
 
 def summary(result: ReportResult, record: Mapping[str, Any]) -> dict[str, Any]:

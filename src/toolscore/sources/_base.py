@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Protocol
 
 from ..calls import Batch, Location, ToolCall
+from ..columns import Columns
 
 __all__ = ["Decoder", "Dialect", "MessagesDialect"]
 
@@ -29,6 +30,8 @@ class Dialect(ABC):
     """
 
     name: ClassVar[str]
+    reads_blocks: ClassVar[bool] = False
+    """True when :meth:`block` can decode whole chunks (the custom format)."""
     max_pending: ClassVar[int] = 10_000
     """Calls waiting for a result at most; past it the oldest completes without one, so a
     trace whose results never come cannot make memory grow with its length."""
@@ -64,6 +67,18 @@ class Dialect(ABC):
         Raises:
             MalformedTrace: the item is not of this format's shape (with ``location``).
         """
+
+    def block(self, text: bytes, count: int, first_line: int | None) -> Columns | None:
+        """Decode ``text``, a JSON array of ``count`` items, in one go, numbering the calls
+        from :attr:`next_index`; None when the items must be read one by one with
+        :meth:`item` (the default).
+
+        Args:
+            text: the JSON array.
+            count: its number of items.
+            first_line: the line of the first item when there is one item per line.
+        """
+        return None
 
     def close(self, out: Batch) -> None:
         """End of stream: calls still waiting for a result are complete without one."""

@@ -322,14 +322,14 @@ def _sync_batches(session: Session, read: Callable[[int], bytes], size: int) -> 
         if not chunk:
             break
         batch = session.feed(chunk)
-        if batch.calls or batch.done or batch.findings or batch.error is not None:
+        if not batch.empty:
             yield batch
             if batch.error is not None:
                 return
         if session.pulling is not None:
             try:
                 for batch in session.pulling:
-                    if batch.calls or batch.done or batch.findings or batch.error is not None:
+                    if not batch.empty:
                         yield batch
             except _READ_ERRORS as exc:
                 yield Batch(error=_read_error(session.source, exc))
@@ -403,7 +403,7 @@ async def _async_batches(session: Session, chunks: AsyncIterable[bytes]) -> Asyn
     try:
         async for chunk in chunks:
             batch = session.feed(bytes(chunk))
-            if batch.calls or batch.done or batch.findings or batch.error is not None:
+            if not batch.empty:
                 yield batch
                 if batch.error is not None:
                     return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import orjson
+import msgspec
 
 from ..calls import Finding, Location, Severity
 
@@ -13,18 +13,24 @@ __all__ = ["content_text", "input_finding", "loads_lenient", "parse_arguments"]
 
 
 def loads_lenient(data: bytes | str) -> Any:
-    """Decode JSON with orjson, falling back to :mod:`json` for what orjson alone rejects
-    (``NaN``/``Infinity``, integers beyond 64 bits, lone surrogate escapes).
+    """Decode JSON as :func:`json.loads` does, fast: msgspec, falling back to :mod:`json` for
+    what msgspec rejects (``NaN``/``Infinity``, lone surrogate escapes, numbers out of range).
+
+    msgspec rather than orjson: orjson reads an integer beyond 64 bits as a float
+    (``10**20`` becomes ``1e+20``), where :mod:`json` and Toolscore keep the integer.
 
     Raises:
         ValueError: not JSON (:class:`json.JSONDecodeError`) or not UTF-8
             (:class:`UnicodeDecodeError`).
     """
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
+        return _decode(data)
+    except msgspec.DecodeError:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
         return json.loads(text)
+
+
+_decode = msgspec.json.Decoder().decode
 
 
 def parse_arguments(value: str) -> Any:

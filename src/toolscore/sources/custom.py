@@ -21,14 +21,20 @@ its raw value is kept in ``metadata`` under the same key.
 
 from __future__ import annotations
 
+import re
+from operator import attrgetter, itemgetter
 from typing import Any
 
+import msgspec
+
+from .._signature import canonical_many
 from ..calls import Batch, Location, ToolCall
+from ..columns import Columns
 from ._base import Dialect
 from ._util import input_finding
 from .detect import Shape
 
-__all__ = ["DIALECT", "CustomDialect", "sniff"]
+__all__ = ["DIALECT", "CustomBlock", "CustomDialect", "sniff"]
 
 _CONSUMED = frozenset(
     {
@@ -62,9 +68,30 @@ def _number(value: Any, key: str, metadata: dict[str, Any]) -> float | None:
 
 
 class CustomDialect(Dialect):
-    """Reads custom call dicts; every call carries its own result and is complete at once."""
+    """Reads custom call dicts; every call carries its own result and is complete at once.
+
+    Besides :meth:`item` (one decoded JSON value at a time), the dialect reads whole runs of
+    plain calls at once with :meth:`block` (see :class:`CustomBlock`).
+    """
 
     name = "custom"
+    reads_blocks = True
+
+    def __init__(self, source: str = "<memory>") -> None:
+        super().__init__(source)
+        self._fast = _FastReader()
+
+    def block(self, text: bytes, count: int, first_line: int | None) -> CustomBlock | None:
+        """Decode ``text``, a JSON array of ``count`` items, as plain custom calls in one go.
+
+        Returns:
+            The calls, numbered from :attr:`next_index`, or None when some item is not a plain
+            call (the caller then reads the items one by one, with Toolscore's rules).
+        """
+        block = self._fast.decode(text, count, self.next_index, self.source, first_line)
+        if block is not None:
+            self.next_index += block.n
+        return block
 
     def item(self, obj: Any, location: Location | None, out: Batch) -> None:
         """Decode a call dict, a ``{"calls": [...]}`` container or a list of calls."""
@@ -157,3 +184,288 @@ def sniff(shape: Shape) -> str | None:
         if _is_call(shape.sample):
             return ""
     return None
+
+
+# -- whole chunks at once -------------------------------------------------------------------------
+#
+# A chunk of plain calls (JSON Lines, or a run of a JSON array) is decoded by msgspec straight
+# into small structs, in C: a call costs no Python bytecode to decode, and its result is kept
+# as raw JSON bytes (``msgspec.Raw``), which the JSON report writes back as they are. "Plain"
+# means: a dict whose keys are ``tool`` (a non-empty string), ``args`` (a dict), ``result``,
+# ``timestamp``/``duration``/``cost`` (numbers or null), ``is_error``, ``error``, and any other
+# key that goes to ``metadata`` unread. Anything else (a key Toolscore reads in place of
+# another, such as ``name``, ``arguments`` or ``output``; a number where a string is due; NaN)
+# fails the whole chunk, which is then read item by item as before. So both paths give the
+# same calls.
+
+_UNSET: Any = msgspec.UNSET
+_RAW_NULL = msgspec.Raw(b"null")
+_Number = int | float | None
+_BASE_FIELDS: list[tuple[str, Any, Any]] = [
+    ("tool", str, msgspec.NODEFAULT),
+    ("args", dict[str, Any], {}),
+    ("result", msgspec.Raw, _RAW_NULL),
+    ("timestamp", _Number, None),
+    ("duration", _Number, None),
+    ("cost", _Number, None),
+    ("is_error", Any, _UNSET),
+    ("error", Any, _UNSET),
+]
+_ALIASES = frozenset(_CONSUMED | {"calls", "tool_calls"})
+"""Keys that change how a call is read: their presence sends the chunk down the item path."""
+_MAX_EXTRAS = 32
+_UNKNOWN_FIELD = re.compile(r"unknown field `(.*)` - at `\$\[\d+\]`$", re.DOTALL)
+_GIVE_UP_AFTER = 3
+"""Consecutive chunks that fail the fast path before it is no longer tried."""
+
+
+def _struct(extras: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a JSON array of plain calls that may also carry the keys ``extras``."""
+    fields = list(_BASE_FIELDS) + [(f"x{i}", Any, _UNSET) for i in range(len(extras))]
+    cls = msgspec.defstruct(
+        "_PlainCall",
+        fields,
+        rename={f"x{i}": key for i, key in enumerate(extras)},
+        forbid_unknown_fields=True,
+        gc=False,
+    )
+    return msgspec.json.Decoder(list[cls])  # type: ignore[valid-type]
+
+
+class _FastReader:
+    """Decodes chunks into :class:`CustomBlock` objects, learning the file's extra keys."""
+
+    def __init__(self) -> None:
+        self.extras: tuple[str, ...] = ()
+        self._decoder = _struct(())
+        self._failures = 0
+
+    def decode(
+        self, text: bytes, count: int, start: int, source: str, first_line: int | None
+    ) -> CustomBlock | None:
+        if self._failures >= _GIVE_UP_AFTER:
+            return None
+        while True:
+            try:
+                items = self._decoder.decode(text)
+            except msgspec.ValidationError as exc:
+                if self._learn(str(exc)):
+                    continue
+                items = None
+            except msgspec.DecodeError:
+                items = None
+            break
+        if items is None or len(items) != count:
+            self._failures += 1
+            return None
+        block = CustomBlock(items, self.extras, start, source, first_line, text)
+        if "" in block.tools:  # an empty name skips the call: the item path does that
+            self._failures += 1
+            return None
+        self._failures = 0
+        return block
+
+    def _learn(self, message: str) -> bool:
+        """Add the unknown key ``message`` names to the extras; False when it cannot be."""
+        m = _UNKNOWN_FIELD.search(message)
+        if m is None or len(self.extras) >= _MAX_EXTRAS:
+            return False
+        key = m.group(1)
+        if key in _ALIASES or key in self.extras:
+            return False
+        self.extras += (key,)
+        self._decoder = _struct(self.extras)
+        return True
+
+
+_get_tool = attrgetter("tool")
+_get_args = attrgetter("args")
+_get_result = attrgetter("result")
+_get_timestamp = attrgetter("timestamp")
+_get_duration = attrgetter("duration")
+_get_cost = attrgetter("cost")
+_get_is_error = attrgetter("is_error")
+_get_error = attrgetter("error")
+_HEAD = itemgetter(slice(0, 2))
+_VIEW: Any = memoryview
+_FALSY_HEADS = frozenset(
+    [b"nu", b"fa", b"0", b"0.", b"0e", b"0E", b"-0", b'""', b"[]", b"{}"]
+    + [bracket + space for bracket in (b"[", b"{") for space in (b" ", b"\t", b"\r", b"\n")]
+)
+"""The first two bytes of every falsy JSON value (and of a few truthy ones, decoded to see)."""
+
+
+class _Record(msgspec.Struct, gc=False):
+    """A call's record in ``to_dict()["calls"]["actual"]`` (field order is the JSON order)."""
+
+    tool: str
+    args: Any
+    result: Any
+    is_error: bool
+    error: Any
+    duration: Any
+    cost: Any
+
+
+_encode_lines = msgspec.json.Encoder().encode_lines
+
+
+class CustomBlock(Columns):
+    """Plain custom calls decoded from one chunk, read column by column.
+
+    ``ToolCall`` objects are built only by :meth:`call` and :meth:`calls`; the checks read the
+    columns, and the JSON report's lines come from :meth:`records` in one C call.
+
+    Args:
+        items: the decoded structs.
+        extras: the names of the structs' extra fields (``x0``, ``x1``...), in order.
+        start: the trace index of the first call.
+        source: the file name, for locations.
+        first_line: the line of the first call (JSON Lines, one call per line), or None.
+        text: the JSON text the items came from.
+    """
+
+    __slots__ = (
+        "_args",
+        "_extras",
+        "_items",
+        "_location",
+        "_text",
+        "_tools",
+        "first_line",
+        "source",
+        "start",
+    )
+
+    def __init__(
+        self,
+        items: list[Any],
+        extras: tuple[str, ...],
+        start: int,
+        source: str,
+        first_line: int | None,
+        text: bytes,
+    ) -> None:
+        super().__init__(len(items))
+        self._items = items
+        self._extras = extras
+        self.start = start
+        self.source = source
+        self.first_line = first_line
+        self._text = text
+        self._tools: list[str] = list(map(_get_tool, items))
+        self._args: list[Any] = list(map(_get_args, items))
+        self._location = Location(source)
+
+    @property
+    def tools(self) -> list[str]:
+        return self._tools
+
+    @property
+    def args(self) -> list[Any]:
+        return self._args
+
+    def _canonical(self) -> list[bytes]:
+        return canonical_many(self._args, plain_json=True)
+
+    def index(self, i: int) -> int:
+        return self.start + i
+
+    def location(self, i: int) -> Location:
+        if self.first_line is None:
+            return self._location
+        return Location(self.source, self.first_line + i)
+
+    def failed(self) -> list[int]:
+        flags = list(map(_get_is_error, self._items))
+        errors = list(map(_get_error, self._items))
+        n = self.n
+        if flags.count(_UNSET) == n and errors.count(_UNSET) == n:
+            return []
+        return [
+            i
+            for i, (flag, err) in enumerate(zip(flags, errors, strict=True))
+            if flag is True or (err is not _UNSET and err and err is not False)
+        ]
+
+    def error(self, i: int) -> str | None:
+        err = self._items[i].error
+        if err is _UNSET or err is None or isinstance(err, bool):
+            return None
+        return err if isinstance(err, str) else str(err)
+
+    def durations(self) -> list[float]:
+        return [d for d in map(_get_duration, self._items) if d]
+
+    def costs(self) -> list[tuple[str, float]]:
+        return [
+            (tool, cost)
+            for tool, cost in zip(self._tools, map(_get_cost, self._items), strict=True)
+            if cost is not None
+        ]
+
+    def _results(self) -> list[Any]:
+        """The raw results, with Toolscore's ``result or output`` applied: a falsy result
+        (``null``, ``""``, ``0``, ``[]``, ``{}``, ``false``) is None."""
+        raws: list[Any] = list(map(_get_result, self._items))
+        heads = map(bytes, map(_HEAD, map(_VIEW, raws)))
+        for i in [i for i, head in enumerate(heads) if head in _FALSY_HEADS]:
+            raw = raws[i]
+            if raw is _RAW_NULL or not msgspec.json.decode(raw):
+                raws[i] = None
+        return raws
+
+    def records(self) -> bytes:
+        n = self.n
+        flags = [False] * n
+        errors: list[Any] = [None] * n
+        for i in self.failed():
+            flags[i] = True
+        raw_errors = list(map(_get_error, self._items))
+        if raw_errors.count(_UNSET) != n:
+            for i, err in enumerate(raw_errors):
+                if err is not _UNSET and not isinstance(err, bool):
+                    errors[i] = err
+        durations: list[Any] = list(map(_get_duration, self._items))
+        if 0 in durations:
+            durations = [d or None for d in durations]
+        records = list(
+            map(
+                _Record,
+                self._tools,
+                self._args,
+                self._results(),
+                flags,
+                errors,
+                durations,
+                map(_get_cost, self._items),
+            )
+        )
+        return _encode_lines(records)
+
+    def call(self, i: int) -> ToolCall:
+        item = self._items[i]
+        metadata: dict[str, Any] = {}
+        if item.is_error is not _UNSET:
+            metadata["is_error"] = item.is_error
+        if item.error is not _UNSET:
+            metadata["error"] = item.error
+        for j, key in enumerate(self._extras):
+            value = getattr(item, f"x{j}")
+            if value is not _UNSET:
+                metadata[key] = value
+        result = msgspec.json.decode(item.result) or None
+        return ToolCall(
+            item.tool,
+            item.args,
+            result,
+            item.timestamp or None,
+            item.duration or None,
+            item.cost,
+            metadata,
+            self.start + i,
+            self.location(i),
+        )
+
+    def calls(self) -> list[ToolCall]:
+        return [self.call(i) for i in range(self.n)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import orjson
+import msgspec
 
 from ..calls import Batch, Location
 from ..errors import FormatNotDetected, InputError
@@ -22,6 +22,9 @@ from ._util import input_finding
 from .detect import not_detected_problem
 
 __all__ = ["JsonlDecoder"]
+
+_decode = msgspec.json.Decoder().decode
+"""One line's JSON: msgspec keeps integers beyond 64 bits, as :mod:`json` does."""
 
 
 class _Decoder:
@@ -73,27 +76,43 @@ class JsonlDecoder(_Decoder):
         self._partial: list[bytes] = []
         self._line = 0
         """Lines decoded so far."""
+        self._blocks = dialect.reads_blocks
 
     def feed(self, chunk: bytes) -> Batch:
         """Decode the lines completed by ``chunk``."""
         out = Batch()
-        lines = chunk.split(b"\n")
-        if len(lines) == 1:
+        cut = chunk.rfind(b"\n")
+        if cut < 0:
             if chunk:
                 self._partial.append(chunk)
             return out
-        tail = lines.pop()
-        if self._partial:
-            self._partial.append(lines[0])
-            lines[0] = b"".join(self._partial)
-            self._partial.clear()
-        if tail:
-            self._partial.append(tail)
+        head = b"".join(self._partial) if self._partial else b""
+        self._partial.clear()
+        if cut + 1 < len(chunk):
+            self._partial.append(chunk[cut + 1 :])
+        if self._blocks and self._block(head, chunk, cut, out):
+            return out
+        lines = chunk[:cut].split(b"\n")
+        if head:
+            lines[0] = head + lines[0]
         self._decode(lines, out)
         return out
 
+    def _block(self, head: bytes, chunk: bytes, cut: int, out: Batch) -> bool:
+        """Decode the complete lines (``head`` + ``chunk[:cut]``) as one JSON array, one C
+        call for the chunk (see :meth:`Dialect.block`); False when they must go line by line
+        (a chunk with a blank or malformed line fails as a whole: its array is not JSON)."""
+        text = b"".join((b"[", head, memoryview(chunk)[:cut], b"]")).replace(b"\n", b",")
+        count = chunk.count(b"\n", 0, cut) + 1
+        block = self.dialect.block(text, count, self._line + 1)
+        if block is None:
+            return False
+        out.block = block
+        self._line += count
+        return True
+
     def _decode(self, lines: list[bytes], out: Batch) -> None:
-        loads = orjson.loads
+        loads = _decode
         source = self.source
         n = self._line
         for raw in lines:
@@ -103,7 +122,7 @@ class JsonlDecoder(_Decoder):
             location = Location(source, n)
             try:
                 obj = loads(raw)
-            except orjson.JSONDecodeError:
+            except msgspec.DecodeError:
                 ok, obj = self._fallback(raw, location, out)
                 if not ok:
                     continue
@@ -111,7 +130,7 @@ class JsonlDecoder(_Decoder):
         self._line = n
 
     def _fallback(self, raw: bytes, location: Location, out: Batch) -> tuple[bool, Any]:
-        """Lines orjson rejects: :mod:`json` takes NaN, huge integers and lone surrogates."""
+        """Lines msgspec rejects: :mod:`json` takes NaN, huge numbers and lone surrogates."""
         try:
             return True, json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -133,8 +152,8 @@ class JsonlDecoder(_Decoder):
                 n = self._line + 1
                 location = Location(self.source, n)
                 try:
-                    obj = orjson.loads(raw)
-                except orjson.JSONDecodeError:
+                    obj = _decode(raw)
+                except msgspec.DecodeError:
                     try:
                         obj = json.loads(raw.decode("utf-8"))
                     except (ValueError, RecursionError):

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from ..calls import Batch, Location, ToolCall
 from ._base import Dialect
-from ._util import parse_arguments
+from ._util import loads_lenient, parse_arguments
 from .detect import Shape
 
 __all__ = ["DIALECT", "LangChainDialect", "sniff"]
@@ -43,8 +41,8 @@ def legacy_input(value: Any) -> Any:
         return value
     if isinstance(value, str):
         try:
-            decoded = orjson.loads(value)
-        except orjson.JSONDecodeError:
+            decoded = loads_lenient(value)
+        except ValueError:
             return {"input": value}
         return decoded if isinstance(decoded, dict) else {}
     return {}

@@ -23,10 +23,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from ..calls import Batch, Location, ToolCall
 from ._base import Dialect
+from ._util import loads_lenient
 from .detect import Shape
 
 __all__ = ["DIALECT", "MCPDialect", "content_to_text", "sniff"]
@@ -84,8 +83,8 @@ def _seconds(value: Any) -> float | None:
 def _arguments(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
+            return loads_lenient(value)
+        except ValueError:
             return {}
     return {} if value is None else value
 

@@ -1,0 +1,217 @@
+"""Column views of a batch's calls: what the built-in checks and the JSON report read.
+
+A check that looked at each :class:`~toolscore.calls.ToolCall` one attribute at a time would
+spend most of its time in the interpreter. The built-in checks read a batch a column at a time
+instead (every tool name, every argument value), which C-level builtins (``map``, ``zip``,
+``Counter.update``, ``set.update``) walk for a fraction of the cost, and they ask for one call
+(its location, its error text) only when a finding needs it.
+
+There are two kinds of view: :class:`ListColumns` over ``ToolCall`` objects (any format), and
+the custom format's decoded blocks (:class:`toolscore.sources.custom.CustomBlock`), whose calls
+only become ``ToolCall`` objects when someone asks for them (a user's check, ``keep_calls``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from typing import Any
+
+import orjson
+
+from ._signature import canonical_many
+from .calls import Location, ToolCall
+from .result import call_record, json_safe
+
+__all__ = ["Columns", "ListColumns", "call_line", "record_bytes"]
+
+
+class Columns(ABC):
+    """The calls of one batch, column by column, in index order.
+
+    Positions (``i``) run from 0 to ``n - 1``; :meth:`index` maps one to the call's index in
+    the trace.
+    """
+
+    __slots__ = ("_sigs", "n")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._sigs: list[bytes] | None = None
+
+    @property
+    @abstractmethod
+    def tools(self) -> list[str]:
+        """Every call's tool name."""
+
+    @property
+    @abstractmethod
+    def args(self) -> list[Any]:
+        """Every call's arguments, as recorded (usually dicts)."""
+
+    @abstractmethod
+    def index(self, i: int) -> int:
+        """The trace index of the call at position ``i``."""
+
+    @abstractmethod
+    def location(self, i: int) -> Location | None:
+        """Where the call at position ``i`` was read."""
+
+    @abstractmethod
+    def failed(self) -> list[int]:
+        """The positions of the calls that failed (:attr:`ToolCall.is_error`), in order."""
+
+    @abstractmethod
+    def error(self, i: int) -> str | None:
+        """The recorded error message of the call at ``i`` (:attr:`ToolCall.error`)."""
+
+    @abstractmethod
+    def durations(self) -> list[float]:
+        """The durations that count for the latency metrics (numbers only), in order."""
+
+    @abstractmethod
+    def costs(self) -> list[tuple[str, float]]:
+        """``(tool, cost)`` of the calls whose cost counts (numbers only), in order."""
+
+    @abstractmethod
+    def call(self, i: int) -> ToolCall:
+        """The call at position ``i`` as a :class:`ToolCall`."""
+
+    @abstractmethod
+    def calls(self) -> list[ToolCall]:
+        """Every call as a :class:`ToolCall` (a new list)."""
+
+    @abstractmethod
+    def records(self) -> bytes:
+        """Every call's ``to_dict()`` record as one JSON line each (see :func:`call_line`)."""
+
+    def sigs(self) -> list[bytes]:
+        """Every call's canonical arguments (:func:`~toolscore._signature.canonical_args`),
+        computed once and shared by the checks that need them."""
+        if self._sigs is None:
+            self._sigs = self._canonical()
+        return self._sigs
+
+    def _canonical(self) -> list[bytes]:
+        return canonical_many(self.args)
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class ListColumns(Columns):
+    """Columns over :class:`ToolCall` objects.
+
+    Args:
+        calls: the calls, in index order.
+    """
+
+    __slots__ = ("_args", "_calls", "_tools")
+
+    def __init__(self, calls: list[ToolCall]) -> None:
+        super().__init__(len(calls))
+        self._calls = calls
+        self._tools: list[str] | None = None
+        self._args: list[Any] | None = None
+
+    @property
+    def tools(self) -> list[str]:
+        if self._tools is None:
+            self._tools = [c.tool for c in self._calls]
+        return self._tools
+
+    @property
+    def args(self) -> list[Any]:
+        if self._args is None:
+            self._args = [c.args for c in self._calls]
+        return self._args
+
+    def index(self, i: int) -> int:
+        return self._calls[i].index
+
+    def location(self, i: int) -> Location | None:
+        return self._calls[i].location
+
+    def failed(self) -> list[int]:
+        return [i for i, c in enumerate(self._calls) if c.metadata and c.is_error]
+
+    def error(self, i: int) -> str | None:
+        return self._calls[i].error
+
+    def durations(self) -> list[float]:
+        return [d for c in self._calls if (d := c.duration) is not None and _is_number(d)]
+
+    def costs(self) -> list[tuple[str, float]]:
+        return [
+            (c.tool, cost) for c in self._calls if (cost := c.cost) is not None and _is_number(cost)
+        ]
+
+    def call(self, i: int) -> ToolCall:
+        return self._calls[i]
+
+    def calls(self) -> list[ToolCall]:
+        return list(self._calls)
+
+    def records(self) -> bytes:
+        return b"".join(map(call_line, self._calls))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# -- the JSON record of a call -------------------------------------------------------------------
+
+
+def record_bytes(value: Any) -> bytes:
+    """``value`` (JSON-safe data) as compact JSON; integers beyond 64 bits go through
+    :mod:`json`."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass"
+        )
+
+
+def _nonfinite(value: Any) -> bool:
+    """True when ``value`` holds a NaN or an infinity (which orjson would write as null)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_nonfinite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_nonfinite(v) for v in value)
+    return False
+
+
+def call_line(call: ToolCall) -> bytes:
+    """``call_record(call)`` as one JSON line, without walking arguments decoded from JSON.
+
+    Arguments and results read from a trace are plain JSON data, so orjson writes them as
+    they are; anything it refuses (a non-str key, a set, a huge int) or a NaN (which it would
+    write as null) takes the ``call_record`` path.
+    """
+    try:
+        args = orjson.dumps(call.args)
+        result = orjson.dumps(call.result)
+    except TypeError:
+        return record_bytes(call_record(call)) + b"\n"
+    if (b"null" in args and _nonfinite(call.args)) or (
+        b"null" in result and _nonfinite(call.result)
+    ):
+        return record_bytes(call_record(call)) + b"\n"
+    err = call.metadata.get("error") if call.metadata else None
+    tail = record_bytes(
+        {
+            "is_error": call.is_error,
+            "error": None if isinstance(err, bool) else json_safe(err),
+            "duration": json_safe(call.duration),
+            "cost": json_safe(call.cost),
+        }
+    )
+    return b"".join(
+        (b'{"tool":', orjson.dumps(call.tool), b',"args":', args, b',"result":', result, b",",
+         tail[1:], b"\n")
+    )  # fmt: skip
