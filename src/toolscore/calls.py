@@ -167,7 +167,8 @@ class Batch:
     @property
     def calls(self) -> list[ToolCall]:
         if self._calls is None:
-            self._calls = self.block.calls() if self.block is not None else []
+            self._materialize()
+        assert self._calls is not None
         return self._calls
 
     @calls.setter
@@ -179,7 +180,8 @@ class Batch:
     @property
     def done(self) -> list[ToolCall]:
         if self._done is None:
-            self._done = self.calls if self.block is not None else []
+            self._materialize()
+        assert self._done is not None
         return self._done
 
     @done.setter
@@ -188,12 +190,23 @@ class Batch:
         self._done = value
         self._done_columns = None
 
+    def _materialize(self) -> None:
+        """Build the ``calls`` and ``done`` lists (two lists: changing one leaves the other)."""
+        if self.block is None:
+            calls: list[ToolCall] = []
+            done: list[ToolCall] = []
+        else:
+            calls = self._calls if self._calls is not None else self.block.calls()
+            done = list(calls)
+        if self._calls is None:
+            self._calls = calls
+        if self._done is None:
+            self._done = done
+
     def _unblock(self) -> None:
         """A block batch that is changed becomes a batch of ``ToolCall`` lists."""
         if self.block is not None:
-            calls = self.calls
-            if self._done is None:
-                self._done = calls
+            self._materialize()
             self.block = None
             self._columns = self._done_columns = None
 

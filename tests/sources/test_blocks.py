@@ -180,7 +180,7 @@ def test_batch_of_a_block_turns_into_lists_when_changed() -> None:
     batch = Batch(block=block)
     assert (batch.n_calls, batch.n_done, batch.empty) == (2, 2, False)
     assert batch.columns() is block and batch.done_columns() is block
-    assert batch.calls is batch.done
+    assert batch.calls == batch.done
     batch.done = batch.done[:1]
     assert batch.block is None
     assert [c.tool for c in batch.calls] == ["a", "b"]

@@ -68,14 +68,15 @@ class Dialect(ABC):
             MalformedTrace: the item is not of this format's shape (with ``location``).
         """
 
-    def block(self, text: bytes, count: int, first_line: int | None) -> Columns | None:
-        """Decode ``text``, a JSON array of ``count`` items, in one go, numbering the calls
+    def block(self, text: bytes, count: int | None, first_line: int | None) -> Columns | None:
+        """Decode ``text``, a JSON array of ``count`` items (any number when None), in one go,
+        numbering the calls
         from :attr:`next_index`; None when the items must be read one by one with
         :meth:`item` (the default).
 
         Args:
             text: the JSON array.
-            count: its number of items.
+            count: its number of items, when known.
             first_line: the line of the first item when there is one item per line.
         """
         return None

@@ -26,6 +26,7 @@ import orjson
 
 from ..calls import Batch, Finding
 from ..errors import FormatNotDetected, InputError, MalformedTrace
+from ._array import ARRAY_PREFIXES, ArrayDecoder
 from ._base import Decoder
 from ._document import JsonDecoder
 from ._util import input_finding
@@ -55,9 +56,11 @@ def open_decoder(format: str, head: bytes, source_name: str, *, final: bool = Fa
     """
     found = detect(head, format=format, final=final, source=source_name)
     dialect = dialect_class(found.dialect)(source_name)
-    decoder: JsonlDecoder | JsonDecoder
+    decoder: JsonlDecoder | JsonDecoder | ArrayDecoder
     if found.layout == "jsonl":
         decoder = JsonlDecoder(dialect, source_name, found.description)
+    elif found.prefix in ARRAY_PREFIXES:
+        decoder = ArrayDecoder(dialect, found.prefix, source_name, found.description)
     else:
         decoder = JsonDecoder(dialect, found.prefix, source_name, found.description)
     # A format the user named may rightly hold no call (a conversation without tool use);

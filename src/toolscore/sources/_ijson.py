@@ -71,14 +71,14 @@ class ItemParser:
 
     __slots__ = ("_coro", "_dead", "_sink", "newlines", "offset", "source")
 
-    def __init__(self, source: str, prefix: str) -> None:
+    def __init__(self, source: str, prefix: str, *, offset: int = 0, newlines: int = 0) -> None:
         self.source = source
         self._sink = _Sink()
         self._coro: Any = _backend.items_coro(self._sink, prefix, use_float=True)
-        self.offset = 0
-        """Bytes fed so far."""
-        self.newlines = 0
-        """Newlines in the bytes fed so far."""
+        self.offset = offset
+        """The input offset of the next byte fed (bytes fed so far, from ``offset``)."""
+        self.newlines = newlines
+        """Newlines in the input before the next byte fed."""
         self._dead = False
 
     def _drain(self) -> list[Any]:

@@ -81,8 +81,9 @@ class CustomDialect(Dialect):
         super().__init__(source)
         self._fast = _FastReader()
 
-    def block(self, text: bytes, count: int, first_line: int | None) -> CustomBlock | None:
-        """Decode ``text``, a JSON array of ``count`` items, as plain custom calls in one go.
+    def block(self, text: bytes, count: int | None, first_line: int | None) -> CustomBlock | None:
+        """Decode ``text``, a JSON array of ``count`` items (or any number when None), as
+        plain custom calls in one go.
 
         Returns:
             The calls, numbered from :attr:`next_index`, or None when some item is not a plain
@@ -241,7 +242,7 @@ class _FastReader:
         self._failures = 0
 
     def decode(
-        self, text: bytes, count: int, start: int, source: str, first_line: int | None
+        self, text: bytes, count: int | None, start: int, source: str, first_line: int | None
     ) -> CustomBlock | None:
         if self._failures >= _GIVE_UP_AFTER:
             return None
@@ -255,7 +256,7 @@ class _FastReader:
             except msgspec.DecodeError:
                 items = None
             break
-        if items is None or len(items) != count:
+        if items is None or (count is not None and len(items) != count):
             self._failures += 1
             return None
         block = CustomBlock(items, self.extras, start, source, first_line, text)
@@ -429,19 +430,26 @@ class CustomBlock(Columns):
         durations: list[Any] = list(map(_get_duration, self._items))
         if 0 in durations:
             durations = [d or None for d in durations]
+        results = self._results()
         records = list(
             map(
                 _Record,
                 self._tools,
                 self._args,
-                self._results(),
+                results,
                 flags,
                 errors,
                 durations,
                 map(_get_cost, self._items),
             )
         )
-        return _encode_lines(records)
+        lines = _encode_lines(records)
+        if lines.count(b"\n") != n:  # a result laid out over several lines: compact them
+            for record in records:
+                if record.result is not None:
+                    record.result = msgspec.Raw(msgspec.json.format(record.result, indent=-1))
+            lines = _encode_lines(records)
+        return lines
 
     def call(self, i: int) -> ToolCall:
         item = self._items[i]
