@@ -60,34 +60,65 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
 
 
 class _LineSpool:
-    """A temporary file of JSON lines, one per record; memory use is one batch."""
+    """A temporary file of JSON records, each written with the separator that follows it in
+    the report, so that the report takes the file as it is (in the kernel, with
+    ``copy_file_range``, where the system has it) instead of reading and rewriting it.
+
+    Memory use is one batch. A spool may also hold other spools' files, appended in order
+    (the parts of a trace read by several processes).
+    """
+
+    separator = b",\n"
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self._file: IO[bytes] = tempfile.TemporaryFile(dir=directory)
+        self._parts: list[IO[bytes]] = []
         self.count = 0
 
-    def _append(self, records: list[Any]) -> None:
-        self._file.write(b"".join([dumps(record) + b"\n" for record in records]))
-        self.count += len(records)
+    def _write_lines(self, lines: bytes, count: int) -> None:
+        """Spool ``count`` records given as JSON lines (each ending in a newline, none
+        inside)."""
+        if count:
+            self._file.write(lines.replace(b"\n", self.separator))
+            self.count += count
 
-    def copy_to(self, out: IO[bytes], separator: bytes) -> None:
-        """Write the spooled records to ``out``, separated by ``separator`` (no trailing one)."""
-        fh = self._file
-        fh.flush()
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(0)
-        remaining = size - 1  # the last byte is the final newline
-        while remaining > 0:
-            chunk = fh.read(min(_CHUNK, remaining))
-            if not chunk:
-                break
-            remaining -= len(chunk)
-            out.write(chunk.replace(b"\n", separator))
-        fh.seek(0, os.SEEK_END)
+    def _append(self, records: list[Any]) -> None:
+        self._write_lines(b"".join([dumps(record) + b"\n" for record in records]), len(records))
+
+    def adopt(self, path: str | os.PathLike[str], count: int) -> None:
+        """Append the records of another spool's file (see :meth:`save`), after these."""
+        if count:
+            self._parts.append(open(path, "rb"))
+            self.count += count
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Copy the spooled records to ``path``, for another process's spool to adopt."""
+        with open(path, "wb") as out:
+            for fh, size in self._files():
+                _copy(fh, out, size)
+
+    def _files(self) -> list[tuple[IO[bytes], int]]:
+        files = []
+        for fh in (self._file, *self._parts):
+            fh.flush()
+            size = os.fstat(fh.fileno()).st_size
+            if size:
+                files.append((fh, size))
+        return files
+
+    def copy_to(self, out: IO[bytes]) -> None:
+        """Write the spooled records to ``out``, separated (no separator after the last)."""
+        files = self._files()
+        for i, (fh, size) in enumerate(files):
+            last = i == len(files) - 1
+            _copy(fh, out, size - len(self.separator) if last else size)
 
     def close(self) -> None:
         """Delete the temporary file."""
         self._file.close()
+        for fh in self._parts:
+            fh.close()
+        self._parts = []
 
     def __enter__(self: _Spool) -> _Spool:
         return self
@@ -101,6 +132,31 @@ class _LineSpool:
         self.close()
 
 
+def _copy(src: IO[bytes], out: IO[bytes], size: int) -> None:
+    """Copy the first ``size`` bytes of ``src`` to the end of ``out``."""
+    out.flush()
+    copy_range = getattr(os, "copy_file_range", None)
+    offset = 0
+    if copy_range is not None:
+        try:
+            while offset < size:
+                done = copy_range(src.fileno(), out.fileno(), size - offset, offset)
+                if done == 0:
+                    break
+                offset += done
+        except OSError:  # another file system, or no support: copy through memory
+            pass
+        out.seek(0, os.SEEK_END)
+    src.seek(offset)
+    while offset < size:
+        chunk = src.read(min(_CHUNK, size - offset))
+        if not chunk:
+            break
+        out.write(chunk)
+        offset += len(chunk)
+    src.seek(0, os.SEEK_END)
+
+
 class CallSpool(_LineSpool):
     """Receives completed calls in batches (``on_calls=``) and keeps their records on disk.
 
@@ -111,19 +167,21 @@ class CallSpool(_LineSpool):
             write_json_report(result, "toolscore.json", spool)
     """
 
+    separator = b",\n      "
+
     def __call__(self, calls: list[ToolCall]) -> None:
-        self._file.write(b"".join(map(call_line, calls)))
-        self.count += len(calls)
+        self._write_lines(b"".join(map(call_line, calls)), len(calls))
 
     def take_columns(self, columns: Columns) -> None:
         """Spool a batch given as columns (a decoded block writes its lines in one C call)."""
-        self._file.write(columns.records())
-        self.count += columns.n
+        self._write_lines(columns.records(), columns.n)
 
 
 class FindingSpool(_LineSpool):
     """Receives findings in batches (``on_finding=``): every finding, beyond the cap the
     result keeps in memory."""
+
+    separator = b",\n    "
 
     def __call__(self, findings: list[Finding]) -> None:
         self._append([finding.to_json() for finding in findings])
@@ -183,7 +241,7 @@ def write_json_report(
         out.write(b',\n  "findings": ')
         if findings is not None and findings.count:
             out.write(b"[\n    ")
-            findings.copy_to(out, b",\n    ")
+            findings.copy_to(out)
             out.write(b"\n  ]")
         else:
             out.write(_indented([f.to_json() for f in result.findings], 1))
@@ -197,7 +255,7 @@ def write_json_report(
             if spool is not None:
                 if spool.count:
                     out.write(b"[\n      ")
-                    spool.copy_to(out, b",\n      ")
+                    spool.copy_to(out)
                     out.write(b"\n    ]")
                 else:
                     out.write(b"[]")
