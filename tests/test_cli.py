@@ -346,31 +346,22 @@ def test_parse_weights() -> None:
         parse_weights(["=1"])
 
 
-def test_progress_reader_counts_bytes_and_reads_without_filling(tmp_path: Path) -> None:
-    import contextlib
+def test_progress_counts_the_bytes_of_the_file_as_it_is_read(tmp_path: Path) -> None:
     import gzip
 
-    from toolscore.cli import _open_with_progress
+    from toolscore.sources import iter_batches
 
-    class FakeProgress:
-        def __init__(self) -> None:
-            self.done = 0
-
-        def advance(self, task: object, n: float) -> None:
-            self.done += int(n)
-
-    data = b'{"calls": []}' * 1000
-    plain = tmp_path / "t.json"
-    plain.write_bytes(data)
-    packed = tmp_path / "t.json.gz"
-    packed.write_bytes(gzip.compress(data))
-    for path, size in ((plain, len(data)), (packed, packed.stat().st_size)):
-        progress = FakeProgress()
-        with contextlib.ExitStack() as stack:
-            fh = _open_with_progress(str(path), progress, 0, stack)  # type: ignore[arg-type]
-            assert fh.name == str(path)
-            first = fh.read1(10)
-            assert 0 < len(first) <= 10
-            rest = first + fh.read()
-        assert rest == data
-        assert progress.done == size
+    lines = b"".join(b'{"tool": "t%d", "args": {}}\n' % i for i in range(3000))
+    plain = tmp_path / "t.jsonl"
+    plain.write_bytes(lines)
+    packed = tmp_path / "t.jsonl.gz"
+    packed.write_bytes(gzip.compress(lines))
+    for path, size in ((plain, len(lines)), (packed, packed.stat().st_size)):
+        seen: list[int] = []
+        calls = 0
+        for batch in iter_batches(path, chunk_size=4096, on_bytes=seen.append):
+            calls += batch.n_calls
+            assert sum(seen) <= size
+        assert calls == 3000
+        assert sum(seen) == size  # compressed bytes for the .gz: what a progress bar's total is
+        assert len(seen) > 1

@@ -7,8 +7,16 @@ they differ only in where calls come from and whether the driver awaits.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import IO, Any, Union
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from typing import IO, TYPE_CHECKING, Any, Union
 
 from .calls import Batch, ToolCall
 from .checks._base import BaseCheck
@@ -18,9 +26,12 @@ from .checks.policy import policy_check
 from .checks.secrets import secrets_check
 from .errors import InputError
 from .gold import calls_from_dicts, gold_from_dicts, load_gold
-from .pipeline import CallSink, FindingSink, Pipeline, run_async, run_sync
+from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
 from .result import EvaluationResult, normalize_weights, reduce
 from .rules import load_forbidden_rules, rules_from_python
+
+if TYPE_CHECKING:
+    from . import parallel
 
 __all__ = [
     "GoldInput",
@@ -186,12 +197,19 @@ def evaluate_trace(
     keep_calls: bool = False,
     validate_side_effects: bool = True,
     judge: bool = False,
+    workers: int | None = 1,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> EvaluationResult:
     """Score a trace file against a gold file in one streaming pass.
 
     The trace is read call by call; memory does not grow with its length. An input error in
     the middle of the trace does not raise: the result covers the calls read before it and
     carries the error as ``result.input_error``.
+
+    With ``workers`` other than 1, a large JSON Lines file of the custom format is read in
+    parts by that many processes (None: one per CPU), forked from this one, and merged into
+    the same result (see :mod:`toolscore.parallel`); other traces are read in one. Fork only
+    from a process without other threads running.
 
     Args:
         gold_file: the gold file (or the expected calls themselves).
@@ -206,6 +224,9 @@ def evaluate_trace(
         validate_side_effects: accepted for Toolscore compatibility; side-effect validators
             are not run by toolscore (they touch the local file system).
         judge: the LLM judge is not part of toolscore; ``True`` raises ``UsageError``.
+        workers: processes to read a large trace with (see above).
+        on_bytes: told how many bytes of the file each read took, in every process
+            (for a progress bar).
 
     Raises:
         InputError: the gold file, the rule file or the trace cannot be opened, or the trace's
@@ -226,8 +247,40 @@ def evaluate_trace(
         on_finding=on_finding,
         on_calls=on_calls,
     )
-    run_sync(pipeline, _guard_first(iter_batches(trace_file, format)))
+    split = _plan_parts(pipeline, trace_file, format, workers, on_calls, keep_calls)
+    if split is None:
+        run_sync(pipeline, _guard_first(iter_batches(trace_file, format, on_bytes=on_bytes)))
+    else:
+        from . import parallel
+
+        rules = _rules(forbidden)
+        parallel.run(
+            pipeline,
+            split,
+            lambda: _checks(gold, rules, strict=strict, keep_details=False),
+            on_bytes=on_bytes,
+        )
+        finish_sync(pipeline)
     return _result(pipeline, gold, norm, include_extras=True)
+
+
+def _plan_parts(
+    pipeline: Pipeline,
+    trace: Any,
+    format: str,
+    workers: int | None,
+    on_calls: CallSink | None,
+    keep_calls: bool,
+) -> parallel.Plan | None:
+    if workers == 1:
+        return None
+    from . import parallel
+    from .sources.detect import check_format
+
+    if not parallel.mergeable(pipeline.checks, on_calls, keep_calls):
+        return None
+    check_format(format)
+    return parallel.plan(trace, format, workers)
 
 
 def _no_judge(judge: bool) -> None:

@@ -112,6 +112,36 @@ class Finding:
     preview: str | None = None
     """A redacted preview of the offending value (credentials)."""
 
+    def shifted(self, calls: int, lines: int) -> Finding:
+        """The same finding for a part of a trace read on its own: its call ``calls`` and its
+        line ``lines`` further on (the message's numbers too).
+
+        Every message that names a call starts with ``call N`` (1-based), a retry's also says
+        ``repeats failed call N-1``, and a message about a line starts with its location.
+        """
+        message = self.message
+        index = self.call_index
+        if index is not None and calls:
+            new = index + calls
+            old = f"call {index + 1} "
+            if message.startswith(old):
+                message = f"call {new + 1} {message[len(old) :]}"
+            if self.kind == "retry_after_error":
+                message = message.replace(
+                    f" repeats failed call {index} ", f" repeats failed call {new} ", 1
+                )
+            index = new
+        loc = self.location
+        if loc is not None and loc.line is not None and lines:
+            moved = Location(loc.source, loc.line + lines, loc.offset)
+            old = f"{loc}: "
+            if message.startswith(old):
+                message = f"{moved}: {message[len(old) :]}"
+            loc = moved
+        return Finding(
+            self.check, self.kind, self.severity, message, index, self.tool, loc, self.preview
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The finding as a JSON-safe dict (the findings stream's line)."""
         loc = self.location

@@ -12,27 +12,26 @@ called before the command line is parsed. Such a module may reuse :func:`error_l
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import importlib
-import io
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ._exitcodes import EXIT_ERROR, Outcome, exit_code
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, Task, TaskID
+    from rich.progress import Task
     from rich.text import Text
 
     from .calls import ToolCall
     from .columns import Columns
     from .reports import ReportResult
+    from .reports.json import CallSpool
 
 __all__ = [
     "EXTRA_COMMANDS",
@@ -45,6 +44,8 @@ __all__ = [
 ]
 
 PROGRESS_MIN_BYTES = 20 * 1024 * 1024
+PROGRESS_REFRESH = 10
+"""Progress bar redraws per second at most."""
 """Trace size from which a progress bar is shown (when stderr is a terminal)."""
 
 EXTRA_COMMANDS: tuple[str, ...] = ()
@@ -107,50 +108,10 @@ class EvalOptions:
     fail_under: str | None = None
     forbidden: str | None = None
     fail_on_violations: bool = False
+    workers: int | None = None
 
 
 # -- progress ------------------------------------------------------------------------------
-
-
-class _ProgressReader(io.RawIOBase):
-    """A binary file that advances a progress task as it is read; ``read1`` never blocks
-    longer than the file below it does."""
-
-    def __init__(self, raw: IO[bytes], name: str, advance: Callable[[int], None]) -> None:
-        super().__init__()
-        self._raw = raw
-        self._name = name
-        self._advance = advance
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        count = self._raw.readinto(buffer)  # type: ignore[attr-defined]
-        if count:
-            self._advance(count)
-        return int(count or 0)
-
-    def read1(self, size: int = -1) -> bytes:
-        reader = getattr(self._raw, "read1", self._raw.read)
-        data: bytes = reader(size if size is not None and size > 0 else io.DEFAULT_BUFFER_SIZE)
-        if data:
-            self._advance(len(data))
-        return data
-
-    def read(self, size: int | None = -1) -> bytes:
-        data = self._raw.read(-1 if size is None else size)
-        if data:
-            self._advance(len(data))
-        return data
-
-    def close(self) -> None:
-        self._raw.close()
-        super().close()
 
 
 def _calls_column() -> Any:
@@ -176,18 +137,6 @@ def _wants_progress(trace: str) -> bool:
         return os.path.getsize(trace) > PROGRESS_MIN_BYTES
     except OSError:
         return False
-
-
-def _open_with_progress(
-    trace: str, progress: Progress, task: TaskID, stack: contextlib.ExitStack
-) -> IO[bytes]:
-    raw = stack.enter_context(open(trace, "rb"))
-    reader = _ProgressReader(raw, trace, lambda n: progress.advance(task, n))
-    if trace.endswith(".gz"):
-        unzipped = gzip.GzipFile(filename=trace, mode="rb", fileobj=reader)
-        stack.callback(unzipped.close)
-        return cast("IO[bytes]", unzipped)
-    return stack.enter_context(io.BufferedReader(reader, buffer_size=1 << 16))
 
 
 # -- eval ------------------------------------------------------------------------------------
@@ -223,29 +172,33 @@ def _gates(result: ReportResult, opts: EvalOptions, threshold: float | str | Non
 def _evaluate(
     opts: EvalOptions,
     weights: dict[str, float] | None,
-    on_calls: Callable[[list[ToolCall]], None],
+    on_calls: CallSpool,
     on_finding: Callable[[list[Any]], None],
 ) -> ReportResult:
     from .api import evaluate_trace
 
-    def run(trace: Any, calls_sink: Callable[[list[ToolCall]], None]) -> ReportResult:
+    def run(spool: Any, on_bytes: Callable[[int], None] | None) -> ReportResult:
         result: ReportResult = evaluate_trace(
             opts.gold,
-            trace,
+            opts.trace,
             format=opts.format,
             weights=weights,
             forbidden=opts.forbidden,
             on_finding=on_finding,
-            on_calls=calls_sink,
+            on_calls=spool,
+            workers=opts.workers,
+            on_bytes=on_bytes,
         )
         return result
 
     if not _wants_progress(opts.trace):
-        return run(opts.trace, on_calls)
+        return run(on_calls, None)
 
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+    # No refresh thread: the bar is redrawn from the reads themselves, so that the process
+    # has no other thread when it forks the processes that read parts of a large trace.
     progress = Progress(
         TextColumn("Reading"),
         BarColumn(),
@@ -254,10 +207,20 @@ def _evaluate(
         TimeRemainingColumn(),
         console=Console(stderr=True),
         transient=True,
+        auto_refresh=False,
     )
-    from .pipeline import ColumnSink
-
     task = progress.add_task("trace", total=os.path.getsize(opts.trace), calls=0)
+    shown = [0.0]
+
+    def redraw() -> None:
+        now = time.monotonic()
+        if now - shown[0] >= 1 / PROGRESS_REFRESH:
+            shown[0] = now
+            progress.refresh()
+
+    def advance(n: int) -> None:
+        progress.advance(task, n)
+        redraw()
 
     class Counting:
         """The spool, counting the calls for the progress bar on the way."""
@@ -273,14 +236,15 @@ def _evaluate(
             self._count(len(calls))
 
         def take_columns(self, columns: Columns) -> None:
-            if isinstance(on_calls, ColumnSink):
-                on_calls.take_columns(columns)
-            else:
-                on_calls(columns.calls())
+            on_calls.take_columns(columns)
             self._count(columns.n)
 
-    with progress, contextlib.ExitStack() as stack:
-        return run(_open_with_progress(opts.trace, progress, task, stack), Counting())
+        def adopt(self, path: str, count: int) -> None:
+            on_calls.adopt(path, count)
+            self._count(count)
+
+    with progress:
+        return run(Counting(), advance)
 
 
 def run_eval(opts: EvalOptions) -> int:
@@ -454,6 +418,14 @@ def eval_command(
     fail_under: FailUnderOption = None,
     forbidden: ForbiddenOption = None,
     fail_on_violations: FailOnViolationsOption = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=0,
+            help="Processes to read a large JSON Lines trace with (0: one per CPU).",
+        ),
+    ] = 0,
 ) -> None:
     """Score a trace against a gold file and report behavior and safety findings."""
     opts = EvalOptions(
@@ -468,6 +440,7 @@ def eval_command(
         fail_under=fail_under,
         forbidden=forbidden,
         fail_on_violations=fail_on_violations,
+        workers=workers or None,
     )
     try:
         code = run_eval(opts)

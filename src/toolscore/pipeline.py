@@ -25,6 +25,10 @@ __all__ = [
     "ColumnSink",
     "FindingSink",
     "Pipeline",
+    "emit_sync",
+    "feed_sync",
+    "finding_order",
+    "finish_sync",
     "run_async",
     "run_sync",
 ]
@@ -51,7 +55,7 @@ MAX_KEPT_FINDINGS = 10_000
 """Findings kept on the result at most; sinks (the findings stream, the JSON report) see all."""
 
 
-def _finding_order(finding: Finding) -> tuple[int, int]:
+def finding_order(finding: Finding) -> tuple[int, int]:
     """Input order: by line where the input has lines (a bad line between two calls stays
     between their findings), then by call."""
     loc = finding.location
@@ -127,7 +131,7 @@ class Pipeline:
         for findings in per_check:
             found.extend(findings)
         if len(found) > 1:
-            found.sort(key=_finding_order)
+            found.sort(key=finding_order)
         room = MAX_KEPT_FINDINGS - len(self.findings)
         if room >= len(found):
             self.findings.extend(found)
@@ -201,11 +205,29 @@ def run_sync(pipeline: Pipeline, batches: Iterable[Batch]) -> None:
     Raises:
         TypeError: a sink returned an awaitable (use ``evaluate_stream`` for async sinks).
     """
+    feed_sync(pipeline, batches)
+    finish_sync(pipeline)
+
+
+def feed_sync(pipeline: Pipeline, batches: Iterable[Batch]) -> bool:
+    """The first half of :func:`run_sync`: every batch, no end of stream. Returns False when
+    a fatal input error stopped it."""
     for batch in batches:
         found = pipeline.process(batch)
         _sync_sinks(pipeline, batch, found)
         if batch.error is not None:
-            break
+            return False
+    return True
+
+
+def emit_sync(pipeline: Pipeline, found: list[Finding]) -> None:
+    """Hand findings made outside a batch (a merge's) to the pipeline and its sinks."""
+    if found:
+        _sync_sinks(pipeline, Batch(), pipeline._collect(Batch(), [found]))
+
+
+def finish_sync(pipeline: Pipeline) -> None:
+    """The second half of :func:`run_sync`: release held calls, finish every check."""
     tail_batch = pipeline._flush()
     found = pipeline.process(tail_batch) if tail_batch.n_done else []
     _sync_sinks(pipeline, tail_batch, found)

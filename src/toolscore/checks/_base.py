@@ -8,7 +8,7 @@ synchronously; a user check that needs I/O (an alert, a judge) overrides ``afeed
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..calls import Batch, Finding
 
@@ -43,15 +43,32 @@ class AsyncCheck(Protocol):
 
 
 class BaseCheck:
-    """Convenience base: implement ``feed``/``finish``; the async twins call them."""
+    """Convenience base: implement ``feed``/``finish``; the async twins call them.
+
+    A check that can also run on parts of a trace read by other processes
+    (:mod:`toolscore.parallel`) implements :meth:`part_state` and :meth:`merge_part`.
+    """
 
     name = "check"
+    mergeable = False
+    """True when :meth:`part_state` and :meth:`merge_part` are implemented."""
 
     def feed(self, batch: Batch) -> list[Finding]:
         return []
 
     def finish(self) -> list[Finding]:
         return []
+
+    def part_state(self) -> Any:
+        """What :meth:`merge_part` needs of this check, after it read a part of a trace on
+        its own (picklable; called in the process that read the part)."""
+        raise NotImplementedError(f"the {self.name} check cannot run on parts of a trace")
+
+    def merge_part(self, state: Any, calls: int, lines: int) -> list[Finding]:
+        """Take in the part that follows what this check has read: ``state`` from the same
+        check's :meth:`part_state`, ``calls`` and ``lines`` read before the part. Returns the
+        findings only the two together show (a retry across the boundary)."""
+        raise NotImplementedError(f"the {self.name} check cannot run on parts of a trace")
 
     async def afeed(self, batch: Batch) -> list[Finding]:
         return self.feed(batch)

@@ -63,6 +63,7 @@ class ErrorsCheck(BaseCheck):
     """Counts failures, retries after a failure and identical calls; see the module docstring."""
 
     name = "errors"
+    mergeable = True
 
     def __init__(self) -> None:
         self.total_calls = 0
@@ -73,6 +74,8 @@ class ErrorsCheck(BaseCheck):
         self._prev_tool: str | None = None
         self._prev_sig = b""
         self._prev_failed = False
+        self._first: tuple[str, bytes, Location | None] | None = None
+        """The first call's tool, signature and location (for a merge across parts)."""
 
     def feed(self, batch: Batch) -> list[Finding]:
         cols = batch.done_columns()
@@ -92,6 +95,8 @@ class ErrorsCheck(BaseCheck):
             if j < n and tools[j] == tools[f] and sigs[j] == sigs[f]:
                 retries.append(j)
         base = self.total_calls
+        if not base:
+            self._first = (tools[0], sigs[0], cols.location(0))
         self.total_calls = base + n
         self.error_count += len(failed)
         self.retry_after_error_count += len(retries)
@@ -111,6 +116,37 @@ class ErrorsCheck(BaseCheck):
                 findings.append(_retry(tools[pos], cols.location(pos), i))
             else:
                 findings.append(_failed(tools[pos], cols.error(pos), cols.location(pos), i))
+        return findings
+
+    def part_state(self) -> dict[str, Any]:
+        return {
+            "total": self.total_calls,
+            "errors": self.error_count,
+            "retries": self.retry_after_error_count,
+            "failed": list(self._failed.items()),
+            "seen": self._seen,
+            "first": self._first,
+            "last": (self._prev_tool, self._prev_sig, self._prev_failed),
+        }
+
+    def merge_part(self, state: dict[str, Any], calls: int, lines: int) -> list[Finding]:
+        findings: list[Finding] = []
+        first = state["first"]
+        if first is not None and self._prev_failed:
+            tool, sig, location = first
+            if tool == self._prev_tool and sig == self._prev_sig:
+                self.retry_after_error_count += 1
+                if location is not None and location.line is not None:
+                    location = Location(location.source, location.line + lines, location.offset)
+                findings.append(_retry(tool, location, calls))
+        if not state["total"]:
+            return findings
+        self.total_calls += state["total"]
+        self.error_count += state["errors"]
+        self.retry_after_error_count += state["retries"]
+        self._failed.update(dict(state["failed"]))
+        self._seen.merge(state["seen"])
+        self._prev_tool, self._prev_sig, self._prev_failed = state["last"]
         return findings
 
     @property

@@ -35,8 +35,10 @@ Differences from Toolscore, all deliberate:
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import repeat
 from typing import Any
 
 from ..calls import Batch, Finding, ToolCall
@@ -84,9 +86,13 @@ class _ColumnDistance:
             diag = up
             i += 1
 
-    def run(self, names: list[str]) -> None:
+    def run(self, names: Iterable[str]) -> None:
         for name in names:
             self.step(name)
+
+    def replay(self, ids: Iterable[int], names: list[str]) -> None:
+        """Step through names given as ids into ``names`` (see :class:`_PartRecorder`)."""
+        self.run(map(names.__getitem__, ids))
 
     @property
     def distance(self) -> int:
@@ -117,16 +123,25 @@ class _BitParallelDistance:
     def step(self, name: str) -> None:
         self.run([name])
 
-    def run(self, names: list[str]) -> None:
-        """Step through ``names``; the loop keeps the state in locals."""
-        peq = self.peq
+    def run(self, names: Iterable[str]) -> None:
+        """Step through ``names``."""
+        self.run_masks(map(self.peq.get, names, repeat(0)))
+
+    def replay(self, ids: Iterable[int], names: list[str]) -> None:
+        """Step through names given as ids into ``names`` (see :class:`_PartRecorder`)."""
+        masks = [self.peq.get(name, 0) for name in names]
+        self.run_masks(map(masks.__getitem__, ids))
+
+    def run_masks(self, masks: Iterable[int]) -> None:
+        """Step through names given as their match masks; the loop keeps the state in
+        locals."""
         top = self.top
         full = self.full
         vp = self.vp
         vn = self.vn
         dist = self.dist
-        for name in names:
-            x = peq.get(name, 0) | vn
+        for mask in masks:
+            x = mask | vn
             d0 = (((x & vp) + vp) ^ vp) | x
             hp = vn | ~(d0 | vp)
             hn = d0 & vp
@@ -191,6 +206,11 @@ class _Group:
         weight descending then position ascending; at most ``k``."""
         self.members: list[int] = []
         """Gold positions in this group."""
+
+
+def _rank(candidate: tuple[int, int, int]) -> tuple[int, int]:
+    """Candidates rank by weight, most first, then by position, earliest first."""
+    return (-candidate[0], candidate[1])
 
 
 def _lenient_weight(items: list[tuple[Any, Any]], args: dict[str, Any]) -> int:
@@ -330,6 +350,48 @@ def _pair_tool(golds: list[list[tuple[int, int, int]]], m: int) -> list[int | No
     return out
 
 
+# -- a part of a trace, read in another process ----------------------------------------------
+
+
+class _PartRecorder:
+    """What a part of a trace read in another process keeps for :meth:`ExpectedCheck.merge_part`.
+
+    Two metrics depend on the calls before the part, which that process does not see: the
+    trajectory (positional) and the Levenshtein column. So the part keeps its first calls
+    (as many as the trajectory can use) and writes its sequence of tool names to ``path`` as
+    4-byte ids into ``names`` (0: not a gold name), to be replayed after the calls before it.
+    """
+
+    def __init__(self, gold_names: list[str], limit: int, path: str) -> None:
+        self.names = ["", *dict.fromkeys(gold_names)]
+        self._ids = {name: i for i, name in enumerate(self.names) if i}
+        self.head: list[tuple[str, Any]] = []
+        self.limit = limit
+        self.path = path
+        self._file = open(path, "wb")
+
+    def record(self, tools: list[str], args: list[Any]) -> None:
+        room = self.limit - len(self.head)
+        if room > 0:
+            self.head.extend(zip(tools[:room], args[:room], strict=True))
+        array("I", map(self._ids.get, tools, repeat(0))).tofile(self._file)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _ids(path: str) -> Iterator[int]:
+    with open(path, "rb") as fh:
+        while True:
+            block = array("I")
+            try:
+                block.fromfile(fh, 1 << 16)
+            except EOFError:
+                yield from block
+                return
+            yield from block
+
+
 # -- the check ------------------------------------------------------------------------------
 
 
@@ -366,6 +428,7 @@ class ExpectedCheck(BaseCheck):
     """
 
     name = "expected"
+    mergeable = True
 
     def __init__(
         self, gold: Sequence[ToolCall], *, strict: bool = False, keep_details: bool = False
@@ -397,6 +460,13 @@ class ExpectedCheck(BaseCheck):
         self._costs = _Stats()
         self._cost_by_tool: dict[str, float] = {}
         self._pairing: dict[int, tuple[int, int, int]] | None = None
+        self._part: _PartRecorder | None = None
+
+    def record_part(self, path: str) -> None:
+        """Read a part of a trace for :meth:`merge_part` (in the process that reads it):
+        keep its first calls and write its tool-name sequence to ``path`` instead of the
+        position-dependent metrics."""
+        self._part = _PartRecorder([g.tool for g in self.gold], self._tail_end, path)
 
     def _build_groups(self) -> None:
         keyed: dict[tuple[str, Any], _Group] = {}
@@ -435,16 +505,11 @@ class ExpectedCheck(BaseCheck):
         args = cols.args
         pos = self._calls
         self._counts.update(tools)
-        self._distance.run(tools)
-        n_gold = len(self.gold)
-        if pos < self._tail_end:
-            for i in range(min(cols.n, self._tail_end - pos)):
-                if pos + i < n_gold:
-                    self._trajectory_step(self.gold[pos + i], tools[i], args[i], pos + i)
-                else:
-                    self._tail_step(tools[i], args[i], pos + i)
-        if pos + cols.n > self._tail_end:
-            self._tail_omitted += pos + cols.n - max(pos, self._tail_end)
+        if self._part is None:
+            self._distance.run(tools)
+            self._steps(tools, args, pos)
+        else:
+            self._part.record(tools, args)
         live = self._live
         if live:
             for i, name in enumerate(tools):
@@ -452,6 +517,19 @@ class ExpectedCheck(BaseCheck):
                 if tool_groups is not None and not self._offer(tool_groups, args[i], pos + i):
                     del live[name]
         self._calls = pos + cols.n
+
+    def _steps(self, tools: list[str], args: list[Any], pos: int) -> None:
+        """The trajectory steps of the calls from position ``pos`` on, and the tail."""
+        n_gold = len(self.gold)
+        n = len(tools)
+        if pos < self._tail_end:
+            for i in range(min(n, self._tail_end - pos)):
+                if pos + i < n_gold:
+                    self._trajectory_step(self.gold[pos + i], tools[i], args[i], pos + i)
+                else:
+                    self._tail_step(tools[i], args[i], pos + i)
+        if pos + n > self._tail_end:
+            self._tail_omitted += pos + n - max(pos, self._tail_end)
 
     def _trajectory_step(self, gold: ToolCall, tool: str, args: Any, pos: int) -> None:
         matches = _step_matches(gold, tool, args)
@@ -524,6 +602,48 @@ class ExpectedCheck(BaseCheck):
             for tool, cost in costs:
                 by_tool[tool] = by_tool.get(tool, 0.0) + cost
             self._costs.add_all([cost for _, cost in costs])
+
+    def part_state(self) -> dict[str, Any]:
+        part = self._part
+        if part is None:
+            raise RuntimeError("record_part() was not called before reading the part")
+        part.close()
+        return {
+            "calls": self._calls,
+            "counts": dict(self._counts),
+            "head": part.head,
+            "sequence": part.path,
+            "names": part.names,
+            "candidates": [g.cands for groups in self._groups.values() for g in groups],
+            "needed": dict(self._still_needed),
+            "durations": self._durations.state(),
+            "costs": self._costs.state(),
+            "cost_by_tool": dict(self._cost_by_tool),
+        }
+
+    def merge_part(self, state: dict[str, Any], calls: int, lines: int) -> list[Finding]:
+        offset = self._calls
+        head = state["head"]
+        self._steps([tool for tool, _ in head], [args for _, args in head], offset)
+        rest = state["calls"] - len(head)  # past the trajectory's reach
+        if rest > 0:
+            self._tail_omitted += rest
+        self._distance.replay(_ids(state["sequence"]), state["names"])
+        self._counts.update(state["counts"])
+        groups = [g for groups in self._groups.values() for g in groups]
+        for group, theirs in zip(groups, state["candidates"], strict=True):
+            if theirs:
+                moved = [(w, pos + offset, count) for w, pos, count in theirs]
+                group.cands = sorted(group.cands + moved, key=_rank)[: group.k]
+        for tool, left in state["needed"].items():
+            done = self._gold_counts[tool] - left
+            self._still_needed[tool] = max(0, self._still_needed[tool] - done)
+        self._durations.merge(state["durations"])
+        self._costs.merge(state["costs"])
+        for tool, cost in state["cost_by_tool"].items():
+            self._cost_by_tool[tool] = self._cost_by_tool.get(tool, 0.0) + cost
+        self._calls = offset + state["calls"]
+        return []
 
     def finish(self) -> list[Finding]:
         """Solve the argument pairing; no findings."""
@@ -754,6 +874,23 @@ class _Stats:
         self.count = 0
         self.max: float = 0.0
         self.min: float = 0.0
+
+    def state(self) -> tuple[float, int, float, float]:
+        return (self.total, self.count, self.max, self.min)
+
+    def merge(self, other: tuple[float, int, float, float]) -> None:
+        """Add another run's totals (the sum of the two sums: equal to a sum in one pass
+        within rounding)."""
+        total, count, high, low = other
+        if not count:
+            return
+        if self.count == 0:
+            self.max, self.min = high, low
+        else:
+            self.max = max(self.max, high)
+            self.min = min(self.min, low)
+        self.total += total
+        self.count += count
 
     def add_all(self, values: list[float]) -> None:
         """Add ``values`` (not empty), in order: ``total`` is summed as ``sum`` would."""

@@ -24,6 +24,7 @@ class PolicyCheck(BaseCheck):
     """
 
     name = "policy"
+    mergeable = True
 
     def __init__(self, rules: Sequence[Mapping[str, Any]]) -> None:
         self.rules: list[Rule] = rules_from_python(rules)
@@ -67,6 +68,15 @@ class PolicyCheck(BaseCheck):
             if violation is not None:
                 findings.append(_finding(violation, cols.location(i)))
         return findings
+
+    def part_state(self) -> list[dict[str, Any]]:
+        return self.violations
+
+    def merge_part(self, state: list[dict[str, Any]], calls: int, lines: int) -> list[Finding]:
+        for violation in state:
+            violation["index"] += calls
+        self.violations.extend(state)
+        return []
 
     def report(self) -> dict[str, Any]:
         """``{"violation_count", "rule_count", "violations"}`` (Toolscore's layout)."""

@@ -127,9 +127,19 @@ class SecretsCheck(BaseCheck):
     """Scans each new call's arguments for credentials; see the module docstring."""
 
     name = "secrets"
+    mergeable = True
 
     def __init__(self) -> None:
         self.secrets: list[dict[str, Any]] = []
+
+    def part_state(self) -> list[dict[str, Any]]:
+        return self.secrets
+
+    def merge_part(self, state: list[dict[str, Any]], calls: int, lines: int) -> list[Finding]:
+        for record in state:
+            record["index"] += calls
+        self.secrets.extend(state)
+        return []
 
     def feed(self, batch: Batch) -> list[Finding]:
         cols = batch.columns()

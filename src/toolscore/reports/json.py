@@ -70,8 +70,15 @@ class _LineSpool:
 
     separator = b",\n"
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self._file: IO[bytes] = tempfile.TemporaryFile(dir=directory)
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._file: IO[bytes] = (
+            tempfile.TemporaryFile(dir=directory) if path is None else open(path, "w+b")
+        )
         self._parts: list[IO[bytes]] = []
         self.count = 0
 
@@ -85,8 +92,13 @@ class _LineSpool:
     def _append(self, records: list[Any]) -> None:
         self._write_lines(b"".join([dumps(record) + b"\n" for record in records]), len(records))
 
+    def flush(self) -> None:
+        """Flush the spool file (for another process to adopt it by path)."""
+        self._file.flush()
+
     def adopt(self, path: str | os.PathLike[str], count: int) -> None:
-        """Append the records of another spool's file (see :meth:`save`), after these."""
+        """Append ``count`` records spooled by another spool to ``path`` (given as its
+        ``path``, or written by :meth:`save`), after these."""
         if count:
             self._parts.append(open(path, "rb"))
             self.count += count

@@ -223,23 +223,83 @@ def _check_path(path: str) -> None:
         raise InputError(path, "is a directory, expected a trace file")
 
 
-def _open_path(path: str) -> tuple[Callable[[int], bytes], Callable[[], None]]:
-    """``read1`` and ``close`` of a path (``-`` is stdin, ``.gz`` is decompressed)."""
+def _open_path(
+    path: str, on_bytes: Callable[[int], None] | None = None
+) -> tuple[Callable[[int], bytes], Callable[[], None]]:
+    """``read1`` and ``close`` of a path (``-`` is stdin, ``.gz`` is decompressed);
+    ``on_bytes`` is told how many bytes of the file each read took (compressed ones for a
+    compressed file)."""
     if path == "-":
-        return _reader(sys.stdin.buffer), lambda: None
+        return _counted(_reader(sys.stdin.buffer), on_bytes), lambda: None
     try:
-        if path.endswith(".gz"):
-            raw: Any = gzip.open(path, "rb")
-        elif path.endswith(".zst"):
-            raw = _open_zstd(path)
-        else:
-            raw = open(path, "rb")
+        file: Any = open(path, "rb")
     except OSError as exc:
         raise InputError(path, f"cannot open: {exc.strerror or exc}") from None
-    return _reader(raw), raw.close
+    compressed = path.endswith((".gz", ".zst"))
+    if on_bytes is not None and compressed:
+        file = _CountingFile(file, on_bytes)
+    if path.endswith(".gz"):
+        raw: Any = gzip.GzipFile(fileobj=file, mode="rb")
+        raw_close = raw.close
+
+        def close() -> None:
+            raw_close()
+            file.close()
+
+        return _reader(raw), close
+    if path.endswith(".zst"):
+        try:
+            raw = _open_zstd(path, file)
+        except InputError:
+            file.close()
+            raise
+        return _reader(raw), raw.close
+    return _counted(_reader(file), on_bytes), file.close
 
 
-def _open_zstd(path: str) -> Any:
+def _counted(
+    read: Callable[[int], bytes], on_bytes: Callable[[int], None] | None
+) -> Callable[[int], bytes]:
+    if on_bytes is None:
+        return read
+
+    def counted(size: int) -> bytes:
+        data = read(size)
+        if data:
+            on_bytes(len(data))
+        return data
+
+    return counted
+
+
+class _CountingFile:
+    """A binary file whose reads are counted (below a decompressor)."""
+
+    def __init__(self, raw: Any, on_bytes: Callable[[int], None]) -> None:
+        self._raw = raw
+        self._on_bytes = on_bytes
+
+    def read(self, size: int = -1) -> bytes:
+        data: bytes = self._raw.read(size)
+        if data:
+            self._on_bytes(len(data))
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        count = int(self._raw.readinto(buffer) or 0)
+        if count:
+            self._on_bytes(count)
+        return count
+
+    def close(self) -> None:
+        self._raw.close()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._raw.closed)
+
+
+def _open_zstd(path: str, file: Any) -> Any:
     """A ``.zst`` trace, decompressed as it is read (the optional ``zstandard`` package)."""
     try:
         import zstandard
@@ -247,7 +307,7 @@ def _open_zstd(path: str) -> Any:
         raise InputError(
             path, "reading .zst traces needs the zstandard package: pip install 'toolscore[zstd]'"
         ) from None
-    return _ZstdReader(open(path, "rb"), zstandard.ZstdDecompressor())
+    return _ZstdReader(file, zstandard.ZstdDecompressor())
 
 
 class _ZstdReader:
@@ -345,6 +405,7 @@ def iter_batches(
     format: str = "auto",
     *,
     chunk_size: int = CHUNK_SIZE,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> Iterator[Batch]:
     """Read a trace, one :class:`Batch` per chunk read (empty ones skipped), then the end.
 
@@ -356,6 +417,7 @@ def iter_batches(
             binary file (read with ``read1`` when it has it; not closed).
         format: ``auto`` or a name from :data:`~.detect.FORMATS`.
         chunk_size: the most bytes read at a time.
+        on_bytes: told the number of bytes of each read of a path (progress).
 
     Raises:
         InputError: the path does not exist or is a directory (raised by this call).
@@ -365,14 +427,16 @@ def iter_batches(
         path = str(os.fspath(src))
         check_format(format)
         _check_path(path)
-        return _iter_path(format, path, chunk_size)
-    read = _reader(src)
+        return _iter_path(format, path, chunk_size, on_bytes)
+    read = _counted(_reader(src), on_bytes)
     pull = (read, chunk_size) if source_size(src) is not None else None
     return _sync_batches(Session(format, _name(src), pull=pull), read, chunk_size)
 
 
-def _iter_path(format: str, path: str, size: int) -> Iterator[Batch]:
-    read, close = _open_path(path)
+def _iter_path(
+    format: str, path: str, size: int, on_bytes: Callable[[int], None] | None
+) -> Iterator[Batch]:
+    read, close = _open_path(path, on_bytes)
     regular = (path != "-" and source_size(path) is not None) or _compressed(path)
     session = Session(format, _name(path), pull=(read, size) if regular else None)
     try:

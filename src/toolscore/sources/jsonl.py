@@ -34,6 +34,8 @@ class _Decoder:
 
     empty_is_error = True
     """A complete input that yields no call is a FormatNotDetected error (else a finding)."""
+    check_empty = True
+    """Check for zero calls at all at the end (not for a part of a larger input)."""
 
     def __init__(self, dialect: Dialect, source: str, description: str) -> None:
         self.dialect = dialect
@@ -50,7 +52,7 @@ class _Decoder:
     def _finish(self, out: Batch) -> Batch:
         """End of input: complete the pending calls; no call at all is an error."""
         self.dialect.close(out)
-        if out.error is None and self.dialect.next_index == 0:
+        if self.check_empty and out.error is None and self.dialect.next_index == 0:
             problem = not_detected_problem(self.description, read_as=self.name)
             if self.empty_is_error:
                 out.error = FormatNotDetected(self.source, problem)

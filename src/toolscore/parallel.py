@@ -1,0 +1,351 @@
+"""Several processes for one big trace file: parts read side by side, merged in order.
+
+toolscore's time goes to the interpreter, one call after another, and one interpreter runs on
+one core. For a large JSON Lines file of the custom format (a regular file, not compressed),
+:func:`plan` cuts the file at line boundaries into one part per core; :func:`run` reads every
+part but the first in a forked process, each with a pipeline of its own, while the main process
+reads the first part itself, then merges the parts into the main pipeline in order, as if it
+had read the whole file:
+
+- each check merges its part's state (:meth:`~toolscore.checks._base.BaseCheck.merge_part`):
+  counts, the argument pairing's candidates, the distinct signatures (their run files), the
+  secrets and violations renumbered; the Levenshtein column is replayed over the part's
+  tool-name sequence and the trajectory over its first calls, both of which depend on the
+  calls before the part;
+- a retry across the boundary (the part's first call repeating the previous part's failed
+  last call) is found at the merge;
+- the part's findings are renumbered (call index, line, and the numbers in their messages);
+- its calls, spooled for the JSON report, are appended to the report's spool as a file.
+
+So the result and the reports are the ones one process gives; only latency and cost totals,
+sums of per-part sums, may differ in the last digits. A part whose process fails is read
+again by the main process, with a ``RuntimeWarning``: a failure costs time, not a wrong
+answer.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import shutil
+import tempfile
+import traceback
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .calls import Batch, Finding
+from .checks._base import BaseCheck
+from .errors import InputError
+from .pipeline import Pipeline, emit_sync, feed_sync, finding_order
+
+__all__ = ["PARALLEL_MIN_BYTES", "Plan", "available_cpus", "mergeable", "plan", "run"]
+
+PARALLEL_MIN_BYTES = 16 << 20
+"""The smallest part worth a process of its own."""
+_CHUNK = 1 << 20
+_FORK = "fork"
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a file is cut: part ``k`` is the bytes ``[bounds[k], bounds[k + 1])``."""
+
+    path: str
+    bounds: tuple[int, ...]
+
+    @property
+    def parts(self) -> int:
+        return len(self.bounds) - 1
+
+
+def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
+    """How to read ``trace`` in parts, or None when it is read in one.
+
+    Parts need: ``workers`` other than 1 (None: one part per CPU), a path to a regular,
+    uncompressed file of at least two parts' worth of bytes, JSON Lines of the custom
+    format (per :func:`~toolscore.sources.detect.detect`, on the first megabyte), and the
+    ``fork`` start method (Linux).
+    """
+    if workers is not None and workers <= 1:
+        return None
+    if not isinstance(trace, (str, os.PathLike)):
+        return None
+    path = os.fspath(trace)
+    if not isinstance(path, str) or path == "-" or path.endswith((".gz", ".zst")):
+        return None
+    if _FORK not in multiprocessing.get_all_start_methods():
+        return None
+    from .sources import source_size
+    from .sources.detect import detect
+
+    size = source_size(path)
+    if size is None:
+        return None
+    parts = min(workers or available_cpus(), size // PARALLEL_MIN_BYTES)
+    if parts < 2:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_CHUNK)
+            found = detect(head, format=format, final=len(head) == size, source=path)
+            if found.layout != "jsonl" or found.dialect != "custom" or head[:3] == b"\xef\xbb\xbf":
+                return None
+            bounds = [0]
+            for k in range(1, parts):
+                cut = _line_start(f, size * k // parts, size)
+                if cut is None or cut <= bounds[-1]:
+                    return None
+                bounds.append(cut)
+    except (OSError, InputError):
+        return None
+    bounds.append(size)
+    return Plan(path, tuple(bounds))
+
+
+def _line_start(f: Any, at: int, size: int) -> int | None:
+    """The offset of the first line that starts after ``at``."""
+    f.seek(at)
+    pos = at
+    while pos < size:
+        block = f.read(_CHUNK)
+        if not block:
+            return None
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1 if pos + nl + 1 < size else None
+        pos += len(block)
+    return None
+
+
+@dataclass
+class _PartResult:
+    """What a part's process sends back."""
+
+    calls: int
+    lines: int
+    states: dict[str, Any]
+    findings: str
+    spool: str | None
+    spooled: int
+    error: InputError | None
+
+
+def _part_batches(
+    plan: Plan,
+    k: int,
+    calls: int,
+    lines: int,
+    on_bytes: Callable[[int], None] | None,
+    newlines: list[int],
+) -> Iterator[Batch]:
+    """Part ``k`` read as JSON Lines, its calls numbered from ``calls``, its lines from
+    ``lines``; ``newlines[0]`` counts the part's newlines on the way."""
+    from .sources.custom import CustomDialect
+    from .sources.jsonl import JsonlDecoder
+
+    dialect = CustomDialect(plan.path)
+    dialect.next_index = calls
+    decoder = JsonlDecoder(dialect, plan.path)
+    decoder.check_empty = False
+    decoder._line = lines
+    start, end = plan.bounds[k], plan.bounds[k + 1]
+    with open(plan.path, "rb") as f:
+        f.seek(start)
+        left = end - start
+        while left > 0:
+            chunk = f.read(min(_CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            newlines[0] += chunk.count(b"\n")
+            if on_bytes is not None:
+                on_bytes(len(chunk))
+            batch = decoder.feed(chunk)
+            if not batch.empty:
+                yield batch
+    yield decoder.close()
+
+
+def _read_part(
+    plan: Plan,
+    k: int,
+    make_checks: Callable[[], list[BaseCheck]],
+    tmp: str,
+    spool_calls: bool,
+    conn: Any,
+    progress: Any,
+) -> None:
+    """In a forked process: read part ``k`` with a pipeline of its own, send the result."""
+    try:
+        from .reports.json import CallSpool
+
+        checks = make_checks()
+        for check in checks:
+            record_part = getattr(check, "record_part", None)
+            if record_part is not None:
+                record_part(os.path.join(tmp, f"sequence-{k}"))
+        findings_path = os.path.join(tmp, f"findings-{k}")
+        spool_path = os.path.join(tmp, f"calls-{k}") if spool_calls else None
+        spool = CallSpool(path=spool_path) if spool_path is not None else None
+        newlines = [0]
+
+        def advance(n: int) -> None:
+            with progress.get_lock():
+                progress.value += n
+
+        with open(findings_path, "wb") as out:
+
+            def keep(found: list[Finding]) -> None:
+                pickle.dump(found, out, pickle.HIGHEST_PROTOCOL)
+
+            pipeline = Pipeline(checks, on_finding=keep, on_calls=spool)
+            feed_sync(pipeline, _part_batches(plan, k, 0, 0, advance, newlines))
+        if spool is not None:
+            spool.flush()
+        result = _PartResult(
+            calls=pipeline.calls_read,
+            lines=newlines[0],
+            states={check.name: check.part_state() for check in checks},
+            findings=findings_path,
+            spool=spool_path,
+            spooled=spool.count if spool is not None else 0,
+            error=pipeline.error,
+        )
+        conn.send(("ok", result))
+    except BaseException:
+        conn.send(("failed", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def run(
+    pipeline: Pipeline,
+    plan: Plan,
+    make_checks: Callable[[], list[BaseCheck]],
+    *,
+    on_bytes: Callable[[int], None] | None = None,
+) -> None:
+    """Read ``plan``'s parts into ``pipeline`` (fed, not finished: see
+    :func:`~toolscore.pipeline.finish_sync`).
+
+    Args:
+        pipeline: the main pipeline; see :func:`mergeable`.
+        plan: from :func:`plan`.
+        make_checks: builds a fresh set of the same checks, for a part's process.
+        on_bytes: told the bytes read, by every process.
+    """
+    ctx = multiprocessing.get_context("fork")
+    progress = ctx.Value("q", 0)
+
+    def report(n: int) -> None:  # own bytes, and the other processes' since the last time
+        if on_bytes is not None:
+            with progress.get_lock():
+                n += progress.value
+                progress.value = 0
+            on_bytes(n)
+
+    tmp = tempfile.mkdtemp(prefix="toolscore-parts-")
+    spool_calls = pipeline.on_calls is not None
+    workers = []
+    try:
+        for k in range(1, plan.parts):
+            receive, send = ctx.Pipe(duplex=False)
+            process = ctx.Process(
+                target=_read_part,
+                args=(plan, k, make_checks, tmp, spool_calls, send, progress),
+                daemon=True,
+            )
+            process.start()
+            send.close()
+            workers.append((process, receive))
+        newlines = [0]
+        if not feed_sync(pipeline, _part_batches(plan, 0, 0, 0, report, newlines)):
+            return  # a read error: what follows it does not count
+        lines = newlines[0]
+        for k, (process, receive) in enumerate(workers, 1):
+            outcome = _receive(process, receive)
+            calls = pipeline.calls_read
+            if isinstance(outcome, _PartResult):
+                _merge(pipeline, outcome, calls, lines)
+                if outcome.error is not None:
+                    return
+                lines += outcome.lines
+            else:  # the part's process failed: read the part here instead
+                warnings.warn(
+                    f"toolscore: part {k + 1} of {plan.path} (bytes {plan.bounds[k]}-"
+                    f"{plan.bounds[k + 1]}) could not be read in a process of its own, so the "
+                    f"main process reads it: {outcome.strip().splitlines()[-1]}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                newlines = [0]
+                batches = _part_batches(plan, k, calls, lines, report, newlines)
+                if not feed_sync(pipeline, batches):
+                    return
+                lines += newlines[0]
+            report(0)
+    finally:
+        for process, receive in workers:
+            receive.close()
+            if process.is_alive():
+                process.terminate()
+            process.join()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _receive(process: Any, receive: Any) -> _PartResult | str:
+    try:
+        status, payload = receive.recv()
+    except (EOFError, OSError):
+        process.join()
+        return f"the part's process ended with code {process.exitcode}"
+    return payload if status == "ok" else str(payload)
+
+
+def _merge(pipeline: Pipeline, part: _PartResult, calls: int, lines: int) -> None:
+    by_name = {check.name: check for check in pipeline.checks}
+    pending: list[Finding] = []  # what only the merge shows: a retry across the boundary
+    for name, state in part.states.items():
+        pending.extend(by_name[name].merge_part(state, calls, lines))
+    # pending findings go out with the first of the part's batches that reaches their place
+    # (the pipeline puts a batch's findings in input order), so a bad line before them
+    # stays before them
+    last = max(map(finding_order, pending), default=(0, 0))
+    with open(part.findings, "rb") as fh:
+        while True:
+            try:
+                batch: list[Finding] = pickle.load(fh)
+            except EOFError:
+                break
+            found = [f.shifted(calls, lines) for f in batch]
+            if pending and any(finding_order(f) >= last for f in found):
+                found = pending + found
+                pending = []
+            emit_sync(pipeline, found)
+    emit_sync(pipeline, pending)
+    pipeline.calls_read += part.calls
+    pipeline.calls_done += part.calls
+    sink = pipeline.on_calls
+    if sink is not None and part.spool is not None:
+        sink.adopt(part.spool, part.spooled)  # type: ignore[attr-defined]
+    if part.error is not None and pipeline.error is None:
+        pipeline.error = part.error
+
+
+def mergeable(checks: Sequence[BaseCheck], on_calls: Any, keep_calls: bool) -> bool:
+    """Whether a pipeline of ``checks`` and ``on_calls`` can take parts read elsewhere: no
+    kept calls, every check mergeable, and a call sink that can adopt a spool file."""
+    if keep_calls or not all(check.mergeable for check in checks):
+        return False
+    return on_calls is None or hasattr(on_calls, "adopt")

@@ -1,0 +1,213 @@
+"""A trace read in parts by several processes gives what one process gives."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from toolscore import api, evaluate_trace, parallel
+from toolscore.pipeline import finish_sync
+from toolscore.reports.json import CallSpool, FindingSpool, write_json_report
+
+GOLD = [
+    {"tool": "search", "args": {"q": "weather"}},
+    {"tool": "fetch", "args": {"url": "https://x"}},
+    {"tool": "search", "args": {"q": "news"}},
+    {"tool": "write", "args": None},
+]
+RULES = [
+    {"tool": "run_shell", "args": {"command": {"$contains": "rm -rf"}}, "reason": "no"},
+    {"tool": "fetch", "args": {"url": {"$regex": "^http://"}}},
+]
+KEY = "sk-ant-" + "aB3xY9" * 5
+
+call = st.fixed_dictionaries(
+    {"tool": st.sampled_from(["search", "fetch", "run_shell", "write", "other"])},
+    optional={
+        "args": st.sampled_from(
+            [{}, {"q": "weather"}, {"q": "news"}, {"url": "http://x"}, {"url": "https://x"},
+             {"command": "rm -rf /"}, {"token": KEY}, {"nested": {"k": [1, KEY]}}]
+        ),
+        "result": st.sampled_from(["ok", "", {"rows": [1, 2]}, None]),
+        "error": st.sampled_from(["timeout", "boom"]),
+        "duration": st.sampled_from([0.25, 1.5, 0]),
+        "cost": st.sampled_from([0.001, 0.5]),
+        "trace_id": st.sampled_from(["a", "b"]),
+    },
+)  # fmt: skip
+line = (
+    call.map(json.dumps)
+    | st.sampled_from(['{"name": "fetch", "arguments": {"url": "http://y"}}', "{oops", ""])
+    | call.map(lambda c: json.dumps([c, c]))  # a list of calls on one line
+)
+
+
+def _write(tmp: Path, lines: list[str]) -> Path:
+    path = tmp / "trace.jsonl"
+    path.write_text("".join(f"{text}\n" for text in lines))
+    return path
+
+
+def _in_parts(path: Path, cuts: list[int], tmp: Path) -> tuple[dict[str, Any], Any, list[Any]]:
+    """Evaluate ``path`` cut at the starts of lines ``cuts``, as ``toolscore eval`` does."""
+    data = path.read_bytes()
+    starts = [0]
+    for i, byte in enumerate(data):
+        if byte == ord("\n"):
+            starts.append(i + 1)
+    bounds = sorted({0, *(starts[c] for c in cuts if 0 < c < len(starts) - 1), len(data)})
+    plan = parallel.Plan(str(path), tuple(bounds))
+    with CallSpool(tmp) as spool, FindingSpool(tmp) as findings:
+        pipeline, gold, norm = api._open_run(
+            GOLD, None, RULES, strict=False, keep_calls=False, on_finding=findings, on_calls=spool
+        )
+        rules = api._rules(RULES)
+        parallel.run(
+            pipeline, plan, lambda: api._checks(gold, rules, strict=False, keep_details=False)
+        )
+        finish_sync(pipeline)
+        result = api._result(pipeline, gold, norm, include_extras=True)
+        out = tmp / "parts.json"
+        write_json_report(result, out, spool, findings=findings)
+    return _comparable(result.to_dict()), _report(out), [f.to_json() for f in result.findings]
+
+
+def _in_one(path: Path, tmp: Path) -> tuple[dict[str, Any], Any, list[Any]]:
+    with CallSpool(tmp) as spool, FindingSpool(tmp) as findings:
+        result = evaluate_trace(
+            GOLD, path, "jsonl", forbidden=RULES, on_calls=spool, on_finding=findings, workers=1
+        )
+        out = tmp / "one.json"
+        write_json_report(result, out, spool, findings=findings)
+    return _comparable(result.to_dict()), _report(out), [f.to_json() for f in result.findings]
+
+
+def _comparable(record: dict[str, Any]) -> dict[str, Any]:
+    """Latency and cost totals are sums of per-part sums: equal within rounding."""
+    metrics = record["metrics"]
+    for key in ("latency_metrics", "cost_metrics"):
+        block = metrics.get(key)
+        if block is not None:
+            for name, value in list(block.items()):
+                if isinstance(value, float):
+                    block[name] = round(value, 9)
+                elif isinstance(value, dict):
+                    block[name] = {k: round(v, 9) for k, v in value.items()}
+    return record
+
+
+def _report(path: Path) -> Any:
+    report = json.loads(path.read_bytes())
+    del report["timestamp"]
+    return _comparable(report)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(line, min_size=1, max_size=40),
+    cuts=st.lists(st.floats(0, 1), min_size=1, max_size=3),
+    last_newline=st.booleans(),
+)
+def test_parts_give_what_one_process_gives(
+    tmp_path: Path, lines: list[str], cuts: list[float], last_newline: bool
+) -> None:
+    # plan() only splits a file whose start it detected as custom calls, so it has a call
+    path = _write(tmp_path, ['{"tool": "search"}', *lines])
+    if not last_newline:
+        path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    at = sorted({round(c * len(lines)) for c in cuts} & set(range(1, len(lines) + 1)))
+    event(f"parts: {len(at) + 1}")
+    assert _in_parts(path, at, tmp_path) == _in_one(path, tmp_path)
+
+
+def test_a_retry_across_a_boundary_is_found(tmp_path: Path) -> None:
+    failed = {"tool": "fetch", "args": {"url": "https://x"}, "error": "timeout"}
+    path = _write(tmp_path, [json.dumps(failed)] * 4)
+    parts = _in_parts(path, [1, 2, 3], tmp_path)
+    assert parts == _in_one(path, tmp_path)
+    efficiency = parts[0]["metrics"]["efficiency_metrics"]
+    assert efficiency["retry_after_error_count"] == 3
+    assert efficiency["identical_count"] == 3
+    messages = [f["message"] for f in parts[2]]
+    assert "call 3 fetch repeats failed call 2 with the same arguments" in messages
+    lines = [f["location"]["line"] for f in parts[2] if f["kind"] == "retry_after_error"]
+    assert lines == [2, 3, 4]
+
+
+def test_a_part_whose_process_fails_is_read_by_the_main_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [json.dumps({"tool": "search", "args": {"q": str(i)}, "error": "x"}) for i in range(30)]
+    path = _write(tmp_path, lines)
+    expected = _in_one(path, tmp_path)
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("the part's process fails")
+
+    monkeypatch.setattr(parallel, "_read_part", broken)
+    with pytest.warns(RuntimeWarning, match="could not be read in a process of its own") as got:
+        assert _in_parts(path, [10, 20], tmp_path) == expected
+    assert len(got) == 2
+
+
+def test_plan_cuts_large_custom_json_lines_at_line_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1000)
+    path = _write(tmp_path, [json.dumps({"tool": "t", "args": {"i": i}}) for i in range(500)])
+    data = path.read_bytes()
+    split = parallel.plan(path, "auto", 3)
+    assert split is not None and split.parts == 3
+    assert split.bounds[0] == 0 and split.bounds[-1] == len(data)
+    assert all(data[b - 1 : b] == b"\n" for b in split.bounds[1:-1])
+    assert parallel.plan(path, "auto", 1) is None
+    assert parallel.plan(str(path), "openai", 3) is None  # not the custom format
+    assert parallel.plan("-", "auto", 3) is None
+    small = _write(tmp_path / "..", ["{}"])
+    assert parallel.plan(small, "auto", 3) is None
+    doc = tmp_path / "t.json"
+    doc.write_text(json.dumps([{"tool": "t"}] * 200))
+    assert parallel.plan(doc, "auto", 3) is None  # a JSON document is read in one
+
+
+def test_eval_with_workers_writes_the_same_report(tmp_path: Path) -> None:
+    # past 2 x 16 MB, so that `toolscore eval` really forks
+    record = {
+        "tool": "search",
+        "args": {"q": "weather", "blob": "x" * 900},
+        "result": "ok",
+        "duration": 0.5,
+    }
+    text = "".join(
+        json.dumps({**record, "error": "t"} if i % 97 == 0 else record) + "\n"
+        for i in range(34_000)
+    )
+    path = tmp_path / "big.jsonl"
+    path.write_text(text)
+    assert path.stat().st_size > 2 * parallel.PARALLEL_MIN_BYTES
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps(GOLD))
+    reports = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"r{workers}.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "toolscore", "eval", str(gold), str(path), "-o", str(out),
+             "--workers", workers],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        reports.append(_report(out))
+    assert reports[0] == reports[1]
+    assert reports[1]["summary"]["trace_calls_count"] == 34_000
+    assert len(reports[1]["calls"]["actual"]) == 34_000
+    assert reports[1]["summary"]["failed_calls"] == math.ceil(34_000 / 97)
