@@ -172,7 +172,16 @@ class Batch:
     :meth:`columns` and :meth:`done_columns`, which never build them.
     """
 
-    __slots__ = ("_calls", "_columns", "_done", "_done_columns", "block", "error", "findings")
+    __slots__ = (
+        "_calls",
+        "_columns",
+        "_done",
+        "_done_columns",
+        "block",
+        "decoded",
+        "error",
+        "findings",
+    )
 
     def __init__(
         self,
@@ -191,6 +200,9 @@ class Batch:
         """A fatal input error met after the calls above were read (truncated or malformed
         JSON). The batch's calls still count; the source stops after this batch."""
         self.block = block
+        self.decoded = False
+        """The calls were decoded from a trace (their arguments are JSON values); set by the
+        readers."""
         self._columns: Columns | None = None
         self._done_columns: Columns | None = None
 
@@ -267,7 +279,7 @@ class Batch:
             else:
                 from .columns import ListColumns
 
-                self._columns = ListColumns(self.calls)
+                self._columns = ListColumns(self.calls, "json" if self.decoded else "any")
         return self._columns
 
     def done_columns(self) -> Columns:
@@ -278,7 +290,7 @@ class Batch:
             else:
                 from .columns import ListColumns
 
-                self._done_columns = ListColumns(self.done)
+                self._done_columns = ListColumns(self.done, "json" if self.decoded else "any")
         return self._done_columns
 
     def __repr__(self) -> str:

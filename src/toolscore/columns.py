@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ._signature import canonical_many
+from ._signature import Canonical, canonical_many
 from .calls import Location, ToolCall
 from .result import call_record, json_safe
 
@@ -34,11 +34,12 @@ class Columns(ABC):
     the trace.
     """
 
-    __slots__ = ("_sigs", "n")
+    __slots__ = ("_failed", "_sigs", "n")
 
     def __init__(self, n: int) -> None:
         self.n = n
         self._sigs: list[bytes] | None = None
+        self._failed: list[int] | None = None
 
     @property
     @abstractmethod
@@ -57,10 +58,6 @@ class Columns(ABC):
     @abstractmethod
     def location(self, i: int) -> Location | None:
         """Where the call at position ``i`` was read."""
-
-    @abstractmethod
-    def failed(self) -> list[int]:
-        """The positions of the calls that failed (:attr:`ToolCall.is_error`), in order."""
 
     @abstractmethod
     def error(self, i: int) -> str | None:
@@ -96,6 +93,17 @@ class Columns(ABC):
     def _canonical(self) -> list[bytes]:
         return canonical_many(self.args)
 
+    def failed(self) -> list[int]:
+        """The positions of the calls that failed (:attr:`ToolCall.is_error`), in order
+        (computed once)."""
+        if self._failed is None:
+            self._failed = self._find_failed()
+        return self._failed
+
+    @abstractmethod
+    def _find_failed(self) -> list[int]:
+        """:meth:`failed`, computed."""
+
     def __len__(self) -> int:
         return self.n
 
@@ -105,13 +113,17 @@ class ListColumns(Columns):
 
     Args:
         calls: the calls, in index order.
+        kind: where their arguments come from (see
+            :data:`~toolscore._signature.Canonical`): a trace's decoder (``json``) or Python
+            code (``any``).
     """
 
-    __slots__ = ("_args", "_calls", "_tools")
+    __slots__ = ("_args", "_calls", "_kind", "_tools")
 
-    def __init__(self, calls: list[ToolCall]) -> None:
+    def __init__(self, calls: list[ToolCall], kind: Canonical = "any") -> None:
         super().__init__(len(calls))
         self._calls = calls
+        self._kind: Canonical = kind
         self._tools: list[str] | None = None
         self._args: list[Any] | None = None
 
@@ -127,13 +139,16 @@ class ListColumns(Columns):
             self._args = [c.args for c in self._calls]
         return self._args
 
+    def _canonical(self) -> list[bytes]:
+        return canonical_many(self.args, self._kind)
+
     def index(self, i: int) -> int:
         return self._calls[i].index
 
     def location(self, i: int) -> Location | None:
         return self._calls[i].location
 
-    def failed(self) -> list[int]:
+    def _find_failed(self) -> list[int]:
         return [i for i, c in enumerate(self._calls) if c.metadata and c.is_error]
 
     def error(self, i: int) -> str | None:

@@ -173,8 +173,11 @@ def _part_batches(
                 on_bytes(len(chunk))
             batch = decoder.feed(chunk)
             if not batch.empty:
+                batch.decoded = True
                 yield batch
-    yield decoder.close()
+    batch = decoder.close()
+    batch.decoded = True
+    yield batch
 
 
 def _read_part(
@@ -227,6 +230,9 @@ def _read_part(
         conn.send(("failed", traceback.format_exc()))
     finally:
         conn.close()
+        # Leave now: freeing this process's objects would run their finalizers, and the
+        # distinct-signature counter's would delete the run files just handed over.
+        os._exit(0)
 
 
 def run(

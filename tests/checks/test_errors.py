@@ -14,7 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolscore._distinct import DistinctCounter
-from toolscore._signature import canonical_args, fingerprint, signature
+from toolscore._signature import (
+    canonical_args,
+    canonical_json,
+    canonical_many,
+    fingerprint,
+    signature,
+)
 from toolscore.calls import Batch, ToolCall
 from toolscore.checks.errors import ErrorsCheck, errors_check
 
@@ -121,6 +127,15 @@ def test_signature_equivalence_matches_toolscore(a: Any, b: Any) -> None:
     # NaN != NaN as a float, but both dump as "NaN": compare the canonical texts, as Toolscore does
     assert (canonical_args(a) == canonical_args(b)) == (_toolscore_sig(a) == _toolscore_sig(b))
     assert canonical_args(a) == canonical_args(a)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, json_values)
+def test_trace_signature_equivalence_matches_toolscore(a: Any, b: Any) -> None:
+    # the form used for calls read from a trace (msgspec) keeps the same equivalence
+    assert (canonical_json(a) == canonical_json(b)) == (_toolscore_sig(a) == _toolscore_sig(b))
+    strict = [v for v in (a, b) if isinstance(v, dict) and v and b"null" not in canonical_json(v)]
+    assert canonical_many(strict, "strict") == [canonical_json(v) for v in strict]
 
 
 def test_fingerprint_is_signed_64_bit() -> None:

@@ -374,6 +374,12 @@ except ImportError:  # pragma: no cover - zstandard is optional
 
 
 def _sync_batches(session: Session, read: Callable[[int], bytes], size: int) -> Iterator[Batch]:
+    for batch in _sync_session(session, read, size):
+        batch.decoded = True
+        yield batch
+
+
+def _sync_session(session: Session, read: Callable[[int], bytes], size: int) -> Iterator[Batch]:
     while True:
         try:
             chunk = read(size)
@@ -467,6 +473,12 @@ async def _path_chunks(path: str, size: int) -> AsyncIterator[bytes]:
 
 
 async def _async_batches(session: Session, chunks: AsyncIterable[bytes]) -> AsyncIterator[Batch]:
+    async for batch in _async_session(session, chunks):
+        batch.decoded = True
+        yield batch
+
+
+async def _async_session(session: Session, chunks: AsyncIterable[bytes]) -> AsyncIterator[Batch]:
     try:
         async for chunk in chunks:
             batch = session.feed(bytes(chunk))

@@ -367,7 +367,7 @@ class CustomBlock(Columns):
         return self._args
 
     def _canonical(self) -> list[bytes]:
-        return canonical_many(self._args, plain_json=True)
+        return canonical_many(self._args, "strict")
 
     def index(self, i: int) -> int:
         return self.start + i
@@ -377,7 +377,7 @@ class CustomBlock(Columns):
             return self._location
         return Location(self.source, self.first_line + i)
 
-    def failed(self) -> list[int]:
+    def _find_failed(self) -> list[int]:
         flags = list(map(_get_is_error, self._items))
         errors = list(map(_get_error, self._items))
         n = self.n
