@@ -11,6 +11,7 @@ the drivers in ``_drive.py`` move bytes in and batches out.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
 from ..calls import Batch, Location, ToolCall
@@ -79,6 +80,12 @@ class Dialect(ABC):
             count: its number of items, when known.
             first_line: the line of the first item when there is one item per line.
         """
+        return None
+
+    def block_lines(
+        self, pieces: Sequence[bytes | memoryview], count: int, first_line: int
+    ) -> Columns | None:
+        """Like :meth:`block`, for ``count`` JSON lines given as ``pieces`` of whole lines."""
         return None
 
     def close(self, out: Batch) -> None:

@@ -22,6 +22,7 @@ its raw value is kept in ``metadata`` under the same key.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -89,7 +90,20 @@ class CustomDialect(Dialect):
             The calls, numbered from :attr:`next_index`, or None when some item is not a plain
             call (the caller then reads the items one by one, with Toolscore's rules).
         """
-        block = self._fast.decode(text, count, self.next_index, self.source, first_line)
+        return self._numbered(
+            self._fast.decode([text], False, count, self.next_index, self.source, first_line)
+        )
+
+    def block_lines(
+        self, pieces: Sequence[Buffer], count: int, first_line: int
+    ) -> CustomBlock | None:
+        """Decode ``count`` JSON lines, given as ``pieces`` of whole lines, as plain custom
+        calls in one go (msgspec's ``decode_lines``: no copy of the chunk)."""
+        return self._numbered(
+            self._fast.decode(pieces, True, count, self.next_index, self.source, first_line)
+        )
+
+    def _numbered(self, block: CustomBlock | None) -> CustomBlock | None:
         if block is not None:
             self.next_index += block.n
         return block
@@ -199,6 +213,8 @@ def sniff(shape: Shape) -> str | None:
 # fails the whole chunk, which is then read item by item as before. So both paths give the
 # same calls.
 
+Buffer = bytes | memoryview
+"""What msgspec decodes: bytes or a view of them."""
 _UNSET: Any = msgspec.UNSET
 _RAW_NULL = msgspec.Raw(b"null")
 _Number = int | float | None
@@ -220,8 +236,8 @@ _GIVE_UP_AFTER = 3
 """Consecutive chunks that fail the fast path before it is no longer tried."""
 
 
-def _struct(extras: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
-    """A decoder of a JSON array of plain calls that may also carry the keys ``extras``."""
+def _struct(extras: tuple[str, ...]) -> type[Any]:
+    """The struct of a plain call that may also carry the keys ``extras``."""
     fields = list(_BASE_FIELDS) + [(f"x{i}", Any, _UNSET) for i in range(len(extras))]
     cls = msgspec.defstruct(
         "_PlainCall",
@@ -230,7 +246,7 @@ def _struct(extras: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
         forbid_unknown_fields=True,
         gc=False,
     )
-    return msgspec.json.Decoder(list[cls])  # type: ignore[valid-type]
+    return cls
 
 
 class _FastReader:
@@ -238,17 +254,33 @@ class _FastReader:
 
     def __init__(self) -> None:
         self.extras: tuple[str, ...] = ()
-        self._decoder = _struct(())
+        self._shape(())
         self._failures = 0
 
+    def _shape(self, extras: tuple[str, ...]) -> None:
+        self.extras = extras
+        cls = _struct(extras)
+        self._array: msgspec.json.Decoder[Any] = msgspec.json.Decoder(list[cls])  # type: ignore[valid-type]
+        self._line: msgspec.json.Decoder[Any] = msgspec.json.Decoder(cls)
+
     def decode(
-        self, text: bytes, count: int | None, start: int, source: str, first_line: int | None
+        self,
+        pieces: Sequence[Buffer],
+        lines: bool,
+        count: int | None,
+        start: int,
+        source: str,
+        first_line: int | None,
     ) -> CustomBlock | None:
+        """Decode ``pieces`` (JSON arrays, or JSON Lines when ``lines``) into one block."""
         if self._failures >= _GIVE_UP_AFTER:
             return None
         while True:
             try:
-                items = self._decoder.decode(text)
+                items: list[Any] | None = []
+                decode = self._line.decode_lines if lines else self._array.decode
+                for piece in pieces:
+                    items += decode(piece)  # type: ignore[operator]
             except msgspec.ValidationError as exc:
                 if self._learn(str(exc)):
                     continue
@@ -257,9 +289,9 @@ class _FastReader:
                 items = None
             break
         if items is None or (count is not None and len(items) != count):
-            self._failures += 1
+            self._failures += 1  # (JSON Lines: a blank line is skipped, so one item less)
             return None
-        block = CustomBlock(items, self.extras, start, source, first_line, text)
+        block = CustomBlock(items, self.extras, start, source, first_line)
         if "" in block.tools:  # an empty name skips the call: the item path does that
             self._failures += 1
             return None
@@ -274,8 +306,7 @@ class _FastReader:
         key = m.group(1)
         if key in _ALIASES or key in self.extras:
             return False
-        self.extras += (key,)
-        self._decoder = _struct(self.extras)
+        self._shape((*self.extras, key))
         return True
 
 
@@ -323,7 +354,6 @@ class CustomBlock(Columns):
         start: the trace index of the first call.
         source: the file name, for locations.
         first_line: the line of the first call (JSON Lines, one call per line), or None.
-        text: the JSON text the items came from.
     """
 
     __slots__ = (
@@ -331,7 +361,6 @@ class CustomBlock(Columns):
         "_extras",
         "_items",
         "_location",
-        "_text",
         "_tools",
         "first_line",
         "source",
@@ -345,7 +374,6 @@ class CustomBlock(Columns):
         start: int,
         source: str,
         first_line: int | None,
-        text: bytes,
     ) -> None:
         super().__init__(len(items))
         self._items = items
@@ -353,7 +381,6 @@ class CustomBlock(Columns):
         self.start = start
         self.source = source
         self.first_line = first_line
-        self._text = text
         self._tools: list[str] = list(map(_get_tool, items))
         self._args: list[Any] = list(map(_get_args, items))
         self._location = Location(source)

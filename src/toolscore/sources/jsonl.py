@@ -101,12 +101,14 @@ class JsonlDecoder(_Decoder):
         return out
 
     def _block(self, head: bytes, chunk: bytes, cut: int, out: Batch) -> bool:
-        """Decode the complete lines (``head`` + ``chunk[:cut]``) as one JSON array, one C
-        call for the chunk (see :meth:`Dialect.block`); False when they must go line by line
-        (a chunk with a blank or malformed line fails as a whole: its array is not JSON)."""
-        text = b"".join((b"[", head, memoryview(chunk)[:cut], b"]")).replace(b"\n", b",")
+        """Decode the complete lines (``head`` + ``chunk[:cut]``) in one go, with msgspec's
+        line decoder over the chunk itself (see :meth:`Dialect.block_lines`); False when they
+        must go line by line (a chunk with a blank or malformed line fails as a whole)."""
+        nl = chunk.find(b"\n")
+        first = head + chunk[:nl] if head else memoryview(chunk)[:nl]
+        pieces = [first, memoryview(chunk)[nl + 1 : cut]] if nl < cut else [first]
         count = chunk.count(b"\n", 0, cut) + 1
-        block = self.dialect.block(text, count, self._line + 1)
+        block = self.dialect.block_lines(pieces, count, self._line + 1)
         if block is None:
             return False
         out.block = block
