@@ -24,7 +24,7 @@ from ._signature import Canonical, canonical_many
 from .calls import Location, ToolCall
 from .result import call_record, json_safe
 
-__all__ = ["Columns", "ListColumns", "call_line", "record_bytes"]
+__all__ = ["Columns", "ListColumns", "call_json", "record_bytes"]
 
 
 class Columns(ABC):
@@ -80,8 +80,8 @@ class Columns(ABC):
         """Every call as a :class:`ToolCall` (a new list)."""
 
     @abstractmethod
-    def records(self) -> bytes:
-        """Every call's ``to_dict()`` record as one JSON line each (see :func:`call_line`)."""
+    def records(self) -> list[bytes]:
+        """Every call's ``to_dict()`` record as JSON on one line (see :func:`call_json`)."""
 
     def sigs(self) -> list[bytes]:
         """Every call's canonical arguments (:func:`~toolscore._signature.canonical_args`),
@@ -168,8 +168,8 @@ class ListColumns(Columns):
     def calls(self) -> list[ToolCall]:
         return list(self._calls)
 
-    def records(self) -> bytes:
-        return b"".join(map(call_line, self._calls))
+    def records(self) -> list[bytes]:
+        return list(map(call_json, self._calls))
 
 
 def _is_number(value: Any) -> bool:
@@ -201,8 +201,8 @@ def _nonfinite(value: Any) -> bool:
     return False
 
 
-def call_line(call: ToolCall) -> bytes:
-    """``call_record(call)`` as one JSON line, without walking arguments decoded from JSON.
+def call_json(call: ToolCall) -> bytes:
+    """``call_record(call)`` as JSON on one line, without walking arguments decoded from JSON.
 
     Arguments and results read from a trace are plain JSON data, so orjson writes them as
     they are; anything it refuses (a non-str key, a set, a huge int) or a NaN (which it would
@@ -212,11 +212,11 @@ def call_line(call: ToolCall) -> bytes:
         args = orjson.dumps(call.args)
         result = orjson.dumps(call.result)
     except TypeError:
-        return record_bytes(call_record(call)) + b"\n"
+        return record_bytes(call_record(call))
     if (b"null" in args and _nonfinite(call.args)) or (
         b"null" in result and _nonfinite(call.result)
     ):
-        return record_bytes(call_record(call)) + b"\n"
+        return record_bytes(call_record(call))
     err = call.metadata.get("error") if call.metadata else None
     tail = record_bytes(
         {
@@ -228,5 +228,5 @@ def call_line(call: ToolCall) -> bytes:
     )
     return b"".join(
         (b'{"tool":', orjson.dumps(call.tool), b',"args":', args, b',"result":', result, b",",
-         tail[1:], b"\n")
+         tail[1:])
     )  # fmt: skip

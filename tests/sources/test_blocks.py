@@ -143,7 +143,7 @@ def test_plain_lines_are_read_as_blocks_with_their_extra_keys(tmp_path: Path) ->
     assert call.metadata == {"error": "timeout", "trace_id": "t1", "index": 7}
     assert call.result is None  # "" falls through `result or output`
     assert call.location is not None and call.location.line == 8
-    lines = block.records().splitlines()
+    lines = block.records()
     assert json.loads(lines[7]) == {
         "tool": "search",
         "args": {"q": "x"},

@@ -23,7 +23,7 @@ from typing import IO, Any, TypeVar
 import orjson
 
 from ..calls import Finding, ToolCall
-from ..columns import Columns, call_line
+from ..columns import Columns, call_json
 from ..result import json_safe
 from . import ReportResult, failed_calls, secret_count
 
@@ -82,15 +82,18 @@ class _LineSpool:
         self._parts: list[IO[bytes]] = []
         self.count = 0
 
-    def _write_lines(self, lines: bytes, count: int) -> None:
-        """Spool ``count`` records given as JSON lines (each ending in a newline, none
-        inside)."""
-        if count:
-            self._file.write(lines.replace(b"\n", self.separator))
-            self.count += count
+    def _write_records(self, records: list[bytes]) -> None:
+        """Spool records given as JSON texts (no newline inside), each followed by the
+        separator."""
+        if records:
+            separator = self.separator
+            write = self._file.write
+            write(separator.join(records))
+            write(separator)
+            self.count += len(records)
 
     def _append(self, records: list[Any]) -> None:
-        self._write_lines(b"".join([dumps(record) + b"\n" for record in records]), len(records))
+        self._write_records([dumps(record) for record in records])
 
     def flush(self) -> None:
         """Flush the spool file (for another process to adopt it by path)."""
@@ -182,11 +185,11 @@ class CallSpool(_LineSpool):
     separator = b",\n      "
 
     def __call__(self, calls: list[ToolCall]) -> None:
-        self._write_lines(b"".join(map(call_line, calls)), len(calls))
+        self._write_records(list(map(call_json, calls)))
 
     def take_columns(self, columns: Columns) -> None:
         """Spool a batch given as columns (a decoded block writes its lines in one C call)."""
-        self._write_lines(columns.records(), columns.n)
+        self._write_records(columns.records())
 
 
 class FindingSpool(_LineSpool):

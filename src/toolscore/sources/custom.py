@@ -339,7 +339,7 @@ class _Record(msgspec.Struct, gc=False):
     cost: Any
 
 
-_encode_lines = msgspec.json.Encoder().encode_lines
+_encode = msgspec.json.Encoder().encode
 
 
 class CustomBlock(Columns):
@@ -443,7 +443,7 @@ class CustomBlock(Columns):
                 raws[i] = None
         return raws
 
-    def records(self) -> bytes:
+    def records(self) -> list[bytes]:
         n = self.n
         flags = [False] * n
         errors: list[Any] = [None] * n
@@ -470,12 +470,13 @@ class CustomBlock(Columns):
                 map(_get_cost, self._items),
             )
         )
-        lines = _encode_lines(records)
-        if lines.count(b"\n") != n:  # a result laid out over several lines: compact them
+        lines = list(map(_encode, records))
+        if self.first_line is None and any(b"\n" in line for line in lines):
+            # a result laid out over several lines in a JSON document: compact it
             for record in records:
                 if record.result is not None:
                     record.result = msgspec.Raw(msgspec.json.format(record.result, indent=-1))
-            lines = _encode_lines(records)
+            lines = list(map(_encode, records))
         return lines
 
     def call(self, i: int) -> ToolCall:
