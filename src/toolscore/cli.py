@@ -244,6 +244,10 @@ def _evaluate(
             on_calls.adopt(path, count)
             self._count(count)
 
+        @property
+        def directory(self) -> str | None:
+            return on_calls.directory
+
     with progress:
         return run(Counting(), advance)
 
@@ -262,7 +266,12 @@ def run_eval(opts: EvalOptions) -> int:
         return parsed
     weights, threshold = parsed
 
-    with CallSpool() as spool, FindingSpool() as findings:
+    # spools next to the report: copy_file_range moves them in the kernel only within one
+    # mounted file system
+    where: str | None = os.path.dirname(os.path.abspath(opts.output))
+    if not (where and os.path.isdir(where) and os.access(where, os.W_OK)):
+        where = None  # the report cannot be written there: that is said later, plainly
+    with CallSpool(where) as spool, FindingSpool(where) as findings:
         try:
             result = _evaluate(opts, weights, spool, findings)
         except (ToolscoreError, ValueError, OSError) as exc:

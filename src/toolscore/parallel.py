@@ -261,8 +261,11 @@ def run(
                 progress.value = 0
             on_bytes(n)
 
-    tmp = tempfile.mkdtemp(prefix="toolscore-parts-")
     spool_calls = pipeline.on_calls is not None
+    # the parts' spools where the main spool is (the report takes them in the kernel)
+    tmp = tempfile.mkdtemp(
+        prefix="toolscore-parts-", dir=getattr(pipeline.on_calls, "directory", None)
+    )
     workers = []
     try:
         for k in range(1, plan.parts):

@@ -81,6 +81,9 @@ class _LineSpool:
         )
         self._parts: list[IO[bytes]] = []
         self.count = 0
+        self.directory: str | None = None if directory is None else os.fspath(directory)
+        """Where the spool file lives. Put it next to the report: the report takes it in the
+        kernel only within one mounted file system."""
 
     def _write_records(self, records: list[bytes]) -> None:
         """Spool records given as JSON texts (no newline inside), each followed by the
