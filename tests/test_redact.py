@@ -179,3 +179,36 @@ scan_pieces = st.sampled_from(
 @given(st.lists(scan_pieces, max_size=12).map("".join))
 def test_scan_matches_the_reference_algorithm(text: str) -> None:
     assert scan_text(text) == _toolscore_scan(text)
+
+
+prefix_text = st.lists(
+    st.sampled_from(
+        ["sk-", "gh", "p_", "o_", "github_", "pat_", "AKIA", "ASIA", "AIza", "xox", "b-", "s-",
+         "_live_", "-----BEGIN ", "----", "A", "_", "-", "k", "s", "x", "live", "Iz", "a", " "]
+    ),
+    max_size=12,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(prefix_text)
+def test_the_batch_prefilters_find_every_candidate(text: str) -> None:
+    from toolscore.redact import _PREFILTER_BYTES, PREFILTER_SCAN, PREFILTER_SCAN_RE
+
+    data = text.encode()
+    expected = {m.start() for m in _PREFILTER_BYTES.finditer(data)}
+    for scan in (PREFILTER_SCAN, PREFILTER_SCAN_RE):
+        found = scan.search(data) is not None
+        assert found >= bool(expected)  # never misses a candidate
+        if scan is PREFILTER_SCAN and expected:
+            assert any(True for _ in scan.finditer(data, 0))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(prefix_text, max_size=8))
+def test_batch_candidates_are_the_calls_the_prefilter_flags(texts: list[str]) -> None:
+    from toolscore.checks.secrets import _candidates
+    from toolscore.redact import _PREFILTER_BYTES
+
+    sigs = [t.encode() for t in texts]
+    assert _candidates(sigs) == [i for i, s in enumerate(sigs) if _PREFILTER_BYTES.search(s)]

@@ -27,6 +27,7 @@ from typing import Any
 __all__ = [
     "PATTERNS",
     "PREFILTER_SCAN",
+    "PREFILTER_SCAN_RE",
     "PRIVATE_KEY_PREVIEW",
     "SecretMatch",
     "iter_strings",
@@ -58,14 +59,24 @@ _TABLE = tuple((kind, pat, kind in _RANDOM_KINDS) for kind, pat in PATTERNS)
 _PREFIX_SOURCE = r"sk-|gh[pousr]_|github_pat_|AKIA|ASIA|AIza|xox[abprs]-|_live_|-----BEGIN "
 _PREFILTER = re.compile(_PREFIX_SOURCE)
 _PREFILTER_BYTES = re.compile(_PREFIX_SOURCE.encode("ascii"))
-# The same test, written for speed on long texts: every prefix has a "-", "_" or "A" whose
+# The same test for long texts (a batch's argument texts at once). RE2 (google-re2) matches the
+# whole alternation in one automaton pass, in linear time, some 2.5 times faster than re.
+# Without it, re with a pattern written for speed: every prefix has a "-", "_" or "A" whose
 # surroundings are then checked, and those three are rarer than the prefixes' first letters
-# ("s", "g", "x"), which the plain alternation tries at every position. It accepts what
-# _PREFILTER_BYTES accepts (and "github_" without "pat_"); tests/test_redact.py checks it.
-PREFILTER_SCAN = re.compile(
+# ("s", "g", "x"), which the plain alternation tries at every position. Both accept what
+# _PREFILTER_BYTES accepts (the second also "github_" without "pat_"); tests/test_redact.py
+# holds them to it.
+PREFILTER_SCAN_RE = re.compile(
     rb"[-_A](?:(?<=sk-)|(?<=gh[pousr]_)|(?<=github_)|(?<=xox[abprs]-)|live_|----BEGIN |KIA|SIA|Iza)"
 )
-"""Finds where, in the JSON bytes of argument values, a credential may start."""
+try:
+    import re2 as _re2
+except ImportError:  # pragma: no cover - google-re2 is a dependency; this is a safety net
+    PREFILTER_SCAN: Any = PREFILTER_SCAN_RE
+else:
+    PREFILTER_SCAN = _re2.compile(_PREFIX_SOURCE.encode("ascii"))
+"""Finds where, in the JSON bytes of argument values, a credential may start: ``search`` and
+``finditer(text, pos)`` as :mod:`re` has them."""
 # The same prefixes with the word boundary every pattern but the PEM one starts with: slower
 # (no literal scan), so it only runs on text the plain prefilter let through ("task-1").
 _PREFILTER_WORD = re.compile(
