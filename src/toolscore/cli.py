@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .calls import ToolCall
     from .columns import Columns
     from .reports import ReportResult
-    from .reports.json import CallSpool
+    from .reports.json import JsonReport
 
 __all__ = [
     "EXTRA_COMMANDS",
@@ -172,15 +172,16 @@ def _gates(result: ReportResult, opts: EvalOptions, threshold: float | str | Non
 
 def _evaluate(
     opts: EvalOptions,
+    gold: list[ToolCall],
     weights: dict[str, float] | None,
-    on_calls: CallSpool,
+    on_calls: JsonReport,
     on_finding: Callable[[list[Any]], None],
 ) -> ReportResult:
     from .api import evaluate_trace
 
     def run(spool: Any, on_bytes: Callable[[int], None] | None) -> ReportResult:
         result: ReportResult = evaluate_trace(
-            opts.gold,
+            gold,
             opts.trace,
             format=opts.format,
             weights=weights,
@@ -259,27 +260,34 @@ def run_eval(opts: EvalOptions) -> int:
         The exit status (see :func:`toolscore._exitcodes.exit_code`).
     """
     from .errors import ToolscoreError
-    from .reports.json import CallSpool, FindingSpool, write_json_report
+    from .gold import load_gold
+    from .reports.json import FindingSpool, JsonReport
 
     parsed = parse_run_options(opts.weights, opts.fail_under)
     if isinstance(parsed, int):
         return parsed
     weights, threshold = parsed
 
-    # spools next to the report: copy_file_range moves them in the kernel only within one
-    # mounted file system
-    where: str | None = os.path.dirname(os.path.abspath(opts.output))
-    if not (where and os.path.isdir(where) and os.access(where, os.W_OK)):
-        where = None  # the report cannot be written there: that is said later, plainly
-    with CallSpool(where) as spool, FindingSpool(where) as findings:
+    try:
+        gold = load_gold(opts.gold)
+    except (ToolscoreError, ValueError, OSError) as exc:
+        return failure_status(exc)
+    try:
+        # written as the trace is read, next to its place (a part read by another process
+        # is spooled there too: copy_file_range takes it in the kernel, within one mount)
+        report = JsonReport(opts.output, gold)
+    except OSError as exc:
+        error_line(f"cannot write the JSON report {opts.output}: {exc.strerror or exc}")
+        return EXIT_ERROR
+    with report, FindingSpool(report.directory) as findings:
         try:
-            result = _evaluate(opts, weights, spool, findings)
+            result = _evaluate(opts, gold, weights, report, findings)
         except (ToolscoreError, ValueError, OSError) as exc:
             return failure_status(exc)
         try:
-            write_json_report(result, opts.output, spool, findings=findings)
+            report.finish(result, findings=findings)
         except OSError as exc:
-            error_line(f"cannot write the JSON report: {_os_error(exc)}")
+            error_line(f"cannot write the JSON report {opts.output}: {_os_error(exc)}")
             return EXIT_ERROR
     try:
         if opts.html:

@@ -103,7 +103,7 @@ def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
                 return None
             bounds = [0]
             for k in range(1, parts):
-                cut = _line_start(f, size * k // parts, size)
+                cut = _line_start(f, _split(size, parts, k), size)
                 if cut is None or cut <= bounds[-1]:
                     return None
                 bounds.append(cut)
@@ -111,6 +111,18 @@ def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
         return None
     bounds.append(size)
     return Plan(path, tuple(bounds))
+
+
+MAIN_SHARE = 0.94
+"""The first part's size against the others': the main process reads it while the other
+processes read theirs, then merges them, so it gets a little less (measured on the
+benchmark trace: at 50% it finished 0.4 s after the other process, of 3.7 s)."""
+
+
+def _split(size: int, parts: int, k: int) -> int:
+    """Where part ``k`` starts (before the line boundary is found)."""
+    first = size * MAIN_SHARE / (MAIN_SHARE + parts - 1)
+    return int(first + (size - first) * (k - 1) / (parts - 1))
 
 
 def _line_start(f: Any, at: int, size: int) -> int | None:

@@ -25,6 +25,7 @@ __all__ = [
     "EvaluationResult",
     "call_record",
     "compute_score",
+    "expected_record",
     "json_safe",
     "normalize_weights",
     "reduce",
@@ -148,6 +149,11 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return repr(value)
+
+
+def expected_record(call: ToolCall) -> dict[str, Any]:
+    """A gold call as ``to_dict()["calls"]["expected"]`` lists it (JSON-safe)."""
+    return {"tool": call.tool, "args": json_safe(call.args)}
 
 
 def call_record(call: ToolCall) -> dict[str, Any]:
@@ -283,7 +289,7 @@ class EvaluationResult:
             "required_call_recall": json_safe(self.required_call_recall),
             "metrics": json_safe(self.metrics),
             "calls": {
-                "expected": [{"tool": g.tool, "args": json_safe(g.args)} for g in self.gold_calls],
+                "expected": [expected_record(g) for g in self.gold_calls],
                 "actual": actual,
             },
             "gold_calls_count": len(self.gold_calls),

@@ -6,11 +6,19 @@ import tracemalloc
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from _results import guardrails_metrics, make_result
 
 from toolscore.calls import Finding, ToolCall
+from toolscore.columns import ListColumns
 from toolscore.errors import TruncatedTrace
-from toolscore.reports.json import CallSpool, FindingSpool, dumps, write_json_report
+from toolscore.reports.json import (
+    CallSpool,
+    FindingSpool,
+    JsonReport,
+    dumps,
+    write_json_report,
+)
 from toolscore.result import call_record
 
 KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -43,11 +51,13 @@ def test_streamed_report_equals_to_dict_with_calls(tmp_path: Path) -> None:
         path = tmp_path / "out.json"
         write_json_report(streamed, path, spool, now=datetime(2024, 5, 6, 7, 8, 9))
     data = read(path)
-    assert list(data)[:3] == ["timestamp", "summary", "findings"]
+    # the verdict first, then the calls as they were read, then what only the end knows
+    assert list(data)[:4] == ["timestamp", "summary", "calls", "findings"]
     assert data["timestamp"] == "2024-05-06T07:08:09"
     rest = {k: v for k, v in data.items() if k not in ("timestamp", "summary", "findings")}
     assert rest == json.loads(json.dumps(kept.to_dict()))
-    assert list(rest) == list(kept.to_dict())
+    record = kept.to_dict()
+    assert list(rest) == ["calls", *(key for key in record if key != "calls")]
     actual = rest["calls"]["actual"]  # type: ignore[index]
     assert actual == [call_record(c) for c in calls]
     assert actual[0]["args"]["key"] == KEY  # the record keeps arguments as recorded
@@ -145,3 +155,44 @@ def test_spool_memory_is_flat() -> None:
         assert spool.count == 21_000
     assert held < 100_000  # nothing kept per call
     assert forty_batches < one_batch * 1.2 + 100_000  # the peak is one batch, however many
+
+
+def test_report_written_while_reading_keeps_the_room_only_when_big(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolscore.reports import json as report_json
+
+    calls = trace_calls(40)
+    result = make_result(count=40)
+    for small in (True, False):
+        if not small:
+            monkeypatch.setattr(report_json, "_SMALL", 100)
+        path = tmp_path / f"r{small}.json"
+        with JsonReport(path, result.gold_calls) as report:
+            report(calls[:10])
+            report.take_columns(ListColumns(calls[10:]))
+            assert not path.exists()  # written next to it, renamed at the end
+            report.finish(result)
+        text = path.read_bytes()
+        assert (b" " * 1000 in text) is not small  # a big report keeps the padded room
+        data = json.loads(text)
+        assert list(data)[:3] == ["timestamp", "summary", "calls"]
+        assert data["calls"]["actual"] == [call_record(c) for c in calls]
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_summary_too_big_for_the_room_is_written_anyway(tmp_path: Path) -> None:
+    error = TruncatedTrace("t" * 10_000 + ".json", "ended inside a value", offset=4)
+    result = make_result(error=error, count=1)
+    path = tmp_path / "out.json"
+    with JsonReport(path, result.gold_calls) as report:
+        report(trace_calls(1))
+        report.finish(result)
+    assert read(path)["summary"]["input_error"]["offset"] == 4  # type: ignore[index]
+
+
+def test_an_unfinished_report_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    with JsonReport(path) as report:
+        report(trace_calls(3))
+    assert list(tmp_path.iterdir()) == []

@@ -12,10 +12,11 @@ The record keeps arguments as recorded, credentials included (treat it like the 
 
 from __future__ import annotations
 
+import contextlib
 import json as _stdlib_json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import IO, Any, TypeVar
@@ -23,11 +24,11 @@ from typing import IO, Any, TypeVar
 import orjson
 
 from ..calls import Finding, ToolCall
-from ..columns import Columns, call_json
-from ..result import json_safe
+from ..columns import Columns, call_json, record_bytes
+from ..result import expected_record, json_safe
 from . import ReportResult, failed_calls, secret_count
 
-__all__ = ["CallSpool", "FindingSpool", "dumps", "summary", "write_json_report"]
+__all__ = ["CallSpool", "FindingSpool", "JsonReport", "dumps", "summary", "write_json_report"]
 
 _Spool = TypeVar("_Spool", bound="_LineSpool")
 _OPTIONS = orjson.OPT_NON_STR_KEYS
@@ -150,11 +151,13 @@ class _LineSpool:
         self.close()
 
 
-def _copy(src: IO[bytes], out: IO[bytes], size: int) -> None:
-    """Copy the first ``size`` bytes of ``src`` to the end of ``out``."""
+def _copy(src: IO[bytes], out: IO[bytes], size: int, *, start: int = 0) -> None:
+    """Copy ``size`` bytes of ``src`` from offset ``start`` to the end of ``out``."""
     out.flush()
+    out.seek(0, os.SEEK_END)
     copy_range = getattr(os, "copy_file_range", None)
-    offset = 0
+    size += start
+    offset = start
     if copy_range is not None:
         try:
             while offset < size:
@@ -228,6 +231,156 @@ def _indented(value: Any, level: int) -> bytes:
     return dumps(value, indent=True).replace(b"\n", b"\n" + b"  " * level)
 
 
+ROOM = 4096
+"""Bytes kept at the top of a report for its timestamp and summary, known only at the end."""
+_SMALL = 1 << 20
+"""A report whose calls take less than this is rewritten without the room's padding."""
+
+
+class JsonReport:
+    """The JSON report, written while the trace is read: its calls go straight into it.
+
+    The layout is ``timestamp`` and ``summary`` (the verdict, first, for scripts and readers
+    that stop early), ``calls`` (``expected``, then ``actual`` as they are read), every
+    ``findings`` line, then the rest of :meth:`EvaluationResult.to_dict` (``schema_version``,
+    ``score``, ``grade``, ``weights``, ``required_call_recall``, ``metrics``, the counts).
+    The timestamp and summary go into room left at the top (padded with JSON whitespace); a
+    small report is rewritten without the padding, a big one keeps it rather than copying its
+    calls once more. The file is written next to ``path`` and renamed onto it at the end.
+
+    Use it as the ``on_calls`` sink of an evaluation::
+
+        with JsonReport("toolscore.json", gold) as report:
+            result = evaluate_trace(gold, trace, on_calls=report)
+            report.finish(result)
+
+    Args:
+        path: where the report goes.
+        gold: the expected calls, for ``calls.expected``.
+    """
+
+    separator = CallSpool.separator
+
+    def __init__(self, path: str | os.PathLike[str], gold: Sequence[ToolCall] = ()) -> None:
+        self.path = os.fspath(path)
+        self.directory = os.path.dirname(os.path.abspath(self.path))
+        fd, self._temp = tempfile.mkstemp(
+            prefix=".toolscore-", suffix=".json.part", dir=self.directory
+        )
+        self._out: IO[bytes] = os.fdopen(fd, "w+b")
+        self.count = 0
+        expected = _indented([expected_record(g) for g in gold], 2)
+        self._out.write(b"{" + b" " * ROOM + b'\n  "calls": {\n    "expected": ' + expected)
+        self._out.write(b',\n    "actual": [\n      ')
+        self._start = self._out.tell()
+        """Where the calls begin."""
+        self._done = False
+
+    def _write_records(self, records: list[bytes]) -> None:
+        if records:
+            write = self._out.write
+            write(self.separator.join(records))
+            write(self.separator)
+            self.count += len(records)
+
+    def __call__(self, calls: list[ToolCall]) -> None:
+        self._write_records(list(map(call_json, calls)))
+
+    def take_columns(self, columns: Columns) -> None:
+        """Write a batch given as columns (a decoded block encodes its records in C)."""
+        self._write_records(columns.records())
+
+    def adopt(self, path: str | os.PathLike[str], count: int) -> None:
+        """Append ``count`` records spooled elsewhere (a part read by another process)."""
+        if count:
+            with open(path, "rb") as fh:
+                _copy(fh, self._out, os.fstat(fh.fileno()).st_size)
+            self.count += count
+
+    def finish(
+        self,
+        result: ReportResult,
+        *,
+        findings: FindingSpool | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        """Write the rest of the report and put it at :attr:`path`.
+
+        Args:
+            result: the evaluation result.
+            findings: every finding as spooled; without it, ``result.findings``.
+            now: the timestamp (default: now, local time, ISO 8601).
+        """
+        out = self._out
+        record = result.to_dict()
+        if not self.count:  # the result's own calls: all of them for an in-memory result
+            calls = record.get("calls")
+            if isinstance(calls, Mapping):
+                self._write_records([record_bytes(c) for c in calls.get("actual", [])])
+        if self.count:
+            out.seek(-len(self.separator), os.SEEK_END)
+            out.truncate()
+            out.write(b"\n    ]\n  }")
+        else:
+            out.seek(self._start - len(b"[\n      "))
+            out.truncate()
+            out.write(b"[]\n  }")
+        out.write(b',\n  "findings": ')
+        if findings is not None and findings.count:
+            out.write(b"[\n    ")
+            findings.copy_to(out)
+            out.write(b"\n  ]")
+        else:
+            out.write(_indented([f.to_json() for f in result.findings], 1))
+        for key, value in record.items():
+            if key not in _OWN_KEYS and key != "calls":
+                out.write(b",\n  " + dumps(key) + b": " + _indented(value, 1))
+        out.write(b"\n}\n")
+        head = b'\n  "timestamp": ' + dumps((now or datetime.now()).isoformat())
+        head += b',\n  "summary": ' + _indented(summary(result, record), 1) + b","
+        out.flush()
+        if len(head) <= ROOM and out.tell() - self._start >= _SMALL:
+            out.seek(1)
+            out.write(head.ljust(ROOM))  # JSON whitespace pads the room
+            out.close()
+        else:
+            self._compact(head)
+        os.replace(self._temp, self.path)
+        self._done = True
+
+    def _compact(self, head: bytes) -> None:
+        """Rewrite the report with ``head`` in place of the room."""
+        out = self._out
+        size = out.seek(0, os.SEEK_END)
+        fd, temp = tempfile.mkstemp(prefix=".toolscore-", suffix=".json.part", dir=self.directory)
+        with os.fdopen(fd, "w+b") as new:
+            new.write(b"{" + head)
+            out.seek(1 + ROOM)
+            _copy(out, new, size - 1 - ROOM, start=1 + ROOM)
+        out.close()
+        os.unlink(self._temp)
+        self._temp = temp
+
+    def close(self) -> None:
+        """Delete the unfinished report (after :meth:`finish`, nothing to do)."""
+        if not self._done:
+            self._out.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self._temp)
+            self._done = True
+
+    def __enter__(self) -> JsonReport:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 def write_json_report(
     result: ReportResult,
     path: str | os.PathLike[str],
@@ -236,7 +389,7 @@ def write_json_report(
     findings: FindingSpool | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Write the JSON report to ``path``, streaming the calls from ``spool``.
+    """Write the JSON report (see :class:`JsonReport`) of an evaluation done already.
 
     Args:
         result: the evaluation result.
@@ -246,38 +399,12 @@ def write_json_report(
         findings: every finding as spooled; without it, ``result.findings``.
         now: the timestamp (default: now, local time, ISO 8601).
     """
-    record = result.to_dict()
-    calls = record.get("calls")
-    calls = calls if isinstance(calls, Mapping) else {"expected": [], "actual": []}
-    keys = [key for key in record if key not in _OWN_KEYS]
-    if "calls" not in keys:  # calls go right after metrics, as in to_dict()
-        keys.insert(keys.index("metrics") + 1 if "metrics" in keys else len(keys), "calls")
-    with open(path, "wb") as out:
-        out.write(b"{\n")
-        out.write(b'  "timestamp": ' + dumps((now or datetime.now()).isoformat()))
-        out.write(b',\n  "summary": ' + _indented(summary(result, record), 1))
-        out.write(b',\n  "findings": ')
-        if findings is not None and findings.count:
-            out.write(b"[\n    ")
-            findings.copy_to(out)
-            out.write(b"\n  ]")
-        else:
-            out.write(_indented([f.to_json() for f in result.findings], 1))
-        for key in keys:
-            out.write(b",\n  " + dumps(key) + b": ")
-            if key != "calls":
-                out.write(_indented(record[key], 1))
-                continue
-            out.write(b'{\n    "expected": ' + _indented(calls.get("expected", []), 2))
-            out.write(b',\n    "actual": ')
-            if spool is not None:
-                if spool.count:
-                    out.write(b"[\n      ")
-                    spool.copy_to(out)
-                    out.write(b"\n    ]")
-                else:
-                    out.write(b"[]")
-            else:
-                out.write(_indented(calls.get("actual", []), 2))
-            out.write(b"\n  }")
-        out.write(b"\n}\n")
+    with JsonReport(path, result.gold_calls) as report:
+        if spool is not None and spool.count:
+            fh = spool._file
+            fh.flush()
+            _copy(fh, report._out, os.fstat(fh.fileno()).st_size)
+            for part in spool._parts:
+                _copy(part, report._out, os.fstat(part.fileno()).st_size)
+            report.count += spool.count
+        report.finish(result, findings=findings, now=now)
