@@ -88,6 +88,8 @@ class ArrayDecoder(_Decoder):
         if self._parser is not None:
             self._items(self._parser.feed(chunk), out)
             return out
+        if self._sep is not None and self._cut_chunk(chunk, out):
+            return out
         self._buf = self._buf + chunk if self._buf else chunk
         if not self._in_items and not self._open(out):
             return out
@@ -168,6 +170,27 @@ class ArrayDecoder(_Decoder):
                 return
             end = cut
         self._to_ijson(out)
+
+    def _cut_chunk(self, chunk: bytes, out: Batch) -> bool:
+        """The common case, without copying the buffer: the items before the last separator
+        in ``chunk`` (the buffer holds the start of the first one); False when the chunk has
+        no separator (or no workable one), to go through :meth:`_cut` as a whole."""
+        assert self._sep is not None
+        sep = self._sep
+        end = len(chunk)
+        for _ in range(_RETRIES):
+            cut = chunk.rfind(sep, 0, end)
+            if cut < 0:
+                return False
+            view = memoryview(chunk)[: cut + 1]
+            if self._run(b"".join((b"[", self._buf, view, b"]")), out):
+                taken = cut + len(sep) - 1  # keep the next item's "{"
+                self._newlines += self._buf.count(b"\n") + chunk.count(b"\n", 0, taken)
+                self._start += len(self._buf) + taken
+                self._buf = chunk[taken:]
+                return True
+            end = cut
+        return False
 
     def _run(self, text: bytes, out: Batch) -> bool:
         """Decode a run; False when it is not JSON (a wrong cut, or a fault for ijson)."""
