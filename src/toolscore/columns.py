@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -82,6 +83,14 @@ class Columns(ABC):
     @abstractmethod
     def records(self) -> list[bytes]:
         """Every call's ``to_dict()`` record as JSON on one line (see :func:`call_json`)."""
+
+    def write_records(self, write: Callable[[bytes | memoryview], object], separator: bytes) -> int:
+        """Write every call's record, each followed by ``separator``; returns how many."""
+        records = self.records()
+        if records:
+            write(separator.join(records))
+            write(separator)
+        return len(records)
 
     def sigs(self) -> list[bytes]:
         """Every call's canonical arguments (:func:`~toolscore._signature.canonical_args`),

@@ -207,3 +207,27 @@ def test_a_block_that_does_not_decode_is_none(text: bytes) -> None:
     dialect = CustomDialect("t")
     assert dialect.block(text, 1, 1) is None
     assert dialect.next_index == 0
+
+
+def test_a_large_block_writes_the_same_records_on_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolscore.sources import custom
+
+    lines = [
+        json.dumps({"tool": "t", "args": {"i": i}, "result": [" "] if i % 7 else "", "error": "x"})
+        for i in range(100)
+    ]
+    dialect = CustomDialect("t")
+    block = dialect.block_lines([("\n".join(lines)).encode()], 100, 1)
+    assert block is not None
+    sep = b",\n  "
+    texts = []
+    for one_per_line in (1000, 64):
+        monkeypatch.setattr(custom, "ONE_PER_LINE", one_per_line)
+        out: list[bytes] = []
+        assert block.write_records(lambda b: out.append(bytes(b)), sep) == 100
+        texts.append(b"".join(out))
+    assert texts[0].count(b"\n") == 100 and texts[1].count(b"\n") == 1
+    records = [json.loads(b"[" + t[: -len(sep)] + b"]") for t in texts]
+    assert records[0] == records[1] == [json.loads(r) for r in block.records()]

@@ -194,8 +194,8 @@ class CallSpool(_LineSpool):
         self._write_records(list(map(call_json, calls)))
 
     def take_columns(self, columns: Columns) -> None:
-        """Spool a batch given as columns (a decoded block writes its lines in one C call)."""
-        self._write_records(columns.records())
+        """Spool a batch given as columns (a decoded block writes its records in one C call)."""
+        self.count += columns.write_records(self._file.write, self.separator)
 
 
 class FindingSpool(_LineSpool):
@@ -288,7 +288,7 @@ class JsonReport:
 
     def take_columns(self, columns: Columns) -> None:
         """Write a batch given as columns (a decoded block encodes its records in C)."""
-        self._write_records(columns.records())
+        self.count += columns.write_records(self._out.write, self.separator)
 
     def adopt(self, path: str | os.PathLike[str], count: int) -> None:
         """Append ``count`` records spooled elsewhere (a part read by another process)."""

@@ -22,7 +22,7 @@ its raw value is kept in ``metadata`` under the same key.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -340,6 +340,9 @@ class _Record(msgspec.Struct, gc=False):
 
 
 _encode = msgspec.json.Encoder().encode
+ONE_PER_LINE = 64
+"""A batch of fewer calls writes one record a line in the JSON report; a larger one writes
+its records on one line (a JSON array's items, in one C call: 0.4 us a call less)."""
 
 
 class CustomBlock(Columns):
@@ -443,7 +446,7 @@ class CustomBlock(Columns):
                 raws[i] = None
         return raws
 
-    def records(self) -> list[bytes]:
+    def _records(self) -> list[Any]:
         n = self.n
         flags = [False] * n
         errors: list[Any] = [None] * n
@@ -451,33 +454,53 @@ class CustomBlock(Columns):
             flags[i] = True
         raw_errors = list(map(_get_error, self._items))
         if raw_errors.count(_UNSET) != n:
-            for i, err in enumerate(raw_errors):
-                if err is not _UNSET and not isinstance(err, bool):
-                    errors[i] = err
+            for i in [i for i, err in enumerate(raw_errors) if err is not _UNSET]:
+                if not isinstance(raw_errors[i], bool):
+                    errors[i] = raw_errors[i]
         durations: list[Any] = list(map(_get_duration, self._items))
         if 0 in durations:
             durations = [d or None for d in durations]
-        results = self._results()
-        records = list(
+        return list(
             map(
                 _Record,
                 self._tools,
                 self._args,
-                results,
+                self._results(),
                 flags,
                 errors,
                 durations,
                 map(_get_cost, self._items),
             )
         )
+
+    def _compact(self, records: list[Any]) -> None:
+        """A result laid out over several lines (in a JSON document), made one line."""
+        for record in records:
+            if record.result is not None:
+                record.result = msgspec.Raw(msgspec.json.format(record.result, indent=-1))
+
+    def records(self) -> list[bytes]:
+        records = self._records()
         lines = list(map(_encode, records))
         if self.first_line is None and any(b"\n" in line for line in lines):
-            # a result laid out over several lines in a JSON document: compact it
-            for record in records:
-                if record.result is not None:
-                    record.result = msgspec.Raw(msgspec.json.format(record.result, indent=-1))
+            self._compact(records)
             lines = list(map(_encode, records))
         return lines
+
+    def write_records(self, write: Callable[[bytes | memoryview], object], separator: bytes) -> int:
+        """Write the records in one C call: a JSON array of them, written without its
+        brackets, so the records of a large batch share one line (one per line below
+        :data:`ONE_PER_LINE` records)."""
+        if self.n < ONE_PER_LINE:
+            return super().write_records(write, separator)
+        records = self._records()
+        text = _encode(records)
+        if self.first_line is None and text.find(b"\n") >= 0:
+            self._compact(records)
+            text = _encode(records)
+        write(memoryview(text)[1:-1])
+        write(separator)
+        return self.n
 
     def call(self, i: int) -> ToolCall:
         item = self._items[i]
