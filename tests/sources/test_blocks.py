@@ -226,8 +226,8 @@ def test_a_large_block_writes_the_same_records_on_one_line(
     for one_per_line in (1000, 64):
         monkeypatch.setattr(custom, "ONE_PER_LINE", one_per_line)
         out: list[bytes] = []
-        assert block.write_records(lambda b: out.append(bytes(b)), sep) == 100
-        texts.append(b"".join(out))
+        assert block.write_records(out.append, sep) == 100
+        texts.append(b"".join(bytes(piece) for piece in out))
     assert texts[0].count(b"\n") == 100 and texts[1].count(b"\n") == 1
     records = [json.loads(b"[" + t[: -len(sep)] + b"]") for t in texts]
     assert records[0] == records[1] == [json.loads(r) for r in block.records()]
