@@ -16,6 +16,7 @@ import contextlib
 import json as _stdlib_json
 import os
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -151,6 +152,26 @@ class _LineSpool:
         self.close()
 
 
+def _copy_range(src: int, dst: int, size: int, offset: int) -> None:
+    """Copy the first ``size`` bytes of file descriptor ``src`` to ``dst`` at ``offset``,
+    neither descriptor's position used (in the kernel where the system can)."""
+    done = 0
+    copy_range = getattr(os, "copy_file_range", None)
+    if copy_range is not None:
+        with contextlib.suppress(OSError):  # another file system: copy through memory
+            while done < size:
+                n = copy_range(src, dst, size - done, done, offset + done)
+                if n == 0:
+                    break
+                done += n
+    while done < size:
+        chunk = os.pread(src, min(_CHUNK, size - done), done)
+        if not chunk:
+            raise OSError(f"a spooled part ended {size - done} bytes early")
+        os.pwrite(dst, chunk, offset + done)
+        done += len(chunk)
+
+
 def _copy(src: IO[bytes], out: IO[bytes], size: int, *, start: int = 0) -> None:
     """Copy ``size`` bytes of ``src`` from offset ``start`` to the end of ``out``."""
     out.flush()
@@ -275,6 +296,8 @@ class JsonReport:
         self._start = self._out.tell()
         """Where the calls begin."""
         self._done = False
+        self._copies: list[threading.Thread] = []
+        self._copy_error: OSError | None = None
 
     def _write_records(self, records: list[bytes]) -> None:
         if records:
@@ -291,11 +314,42 @@ class JsonReport:
         self.count += columns.write_records(self._out.write, self.separator)
 
     def adopt(self, path: str | os.PathLike[str], count: int) -> None:
-        """Append ``count`` records spooled elsewhere (a part read by another process)."""
-        if count:
-            with open(path, "rb") as fh:
-                _copy(fh, self._out, os.fstat(fh.fileno()).st_size)
-            self.count += count
+        """Append ``count`` records spooled elsewhere (a part read by another process).
+
+        The copy runs in the kernel, in a thread of its own, into room reserved for it at
+        the end of the report, while the caller goes on (merging the part's findings, say);
+        :meth:`finish` waits for it.
+        """
+        if not count:
+            return
+        src = os.open(path, os.O_RDONLY)
+        size = os.fstat(src).st_size
+        out = self._out
+        out.flush()
+        offset = out.seek(0, os.SEEK_END)
+        os.ftruncate(out.fileno(), offset + size)  # the room; the copy fills it
+        out.seek(0, os.SEEK_END)
+        thread = threading.Thread(
+            target=self._copy_part, args=(src, out.fileno(), size, offset), daemon=True
+        )
+        thread.start()
+        self._copies.append(thread)
+        self.count += count
+
+    def _copy_part(self, src: int, dst: int, size: int, offset: int) -> None:
+        try:
+            _copy_range(src, dst, size, offset)
+        except OSError as exc:
+            self._copy_error = exc
+        finally:
+            os.close(src)
+
+    def _wait(self) -> None:
+        for thread in self._copies:
+            thread.join()
+        self._copies = []
+        if self._copy_error is not None:
+            raise self._copy_error
 
     def finish(
         self,
@@ -311,6 +365,7 @@ class JsonReport:
             findings: every finding as spooled; without it, ``result.findings``.
             now: the timestamp (default: now, local time, ISO 8601).
         """
+        self._wait()
         out = self._out
         record = result.to_dict()
         if not self.count:  # the result's own calls: all of them for an in-memory result
@@ -364,6 +419,8 @@ class JsonReport:
     def close(self) -> None:
         """Delete the unfinished report (after :meth:`finish`, nothing to do)."""
         if not self._done:
+            for thread in self._copies:
+                thread.join()
             self._out.close()
             with contextlib.suppress(OSError):
                 os.unlink(self._temp)
