@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolscore.calls import ToolCall
 from toolscore.errors import InputError, RuleFileError
 from toolscore.matchers import Contains, OneOf, Regex, Search
 from toolscore.rules import (
     check_forbidden_calls,
+    compile_rule,
     load_forbidden_rules,
     match_rule,
     rules_from_json,
@@ -206,3 +209,31 @@ def test_check_forbidden_calls_record_layout() -> None:
             {"index": 2, "tool": "delete_repository", "args": {}, "rule": 3, "reason": None},
         ],
     }
+
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["rm -rf /", "ls", " ls "]),
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=5,
+)
+
+
+def _operator(op: str, operand: Any) -> Any:
+    return rules_from_json([{"tool": "t", "args": {"k": {op: operand}}}])[0]["args"]["k"]
+
+
+rule_values = (
+    values
+    | st.sampled_from(["rm", "^ls", "(?i)LS"]).map(lambda p: _operator("$regex", p))
+    | values.map(lambda v: _operator("$contains", v))
+    | st.lists(values, max_size=3).map(lambda v: _operator("$one_of", v))
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.none() | st.dictionaries(st.sampled_from(["k", "j"]), rule_values, max_size=2),
+    st.none() | values | st.dictionaries(st.sampled_from(["k", "j", "x"]), values, max_size=3),
+)
+def test_compiled_rules_answer_as_match_rule(rule_args: Any, args: Any) -> None:
+    assert compile_rule(rule_args)(args) == match_rule(args, rule_args)

@@ -97,11 +97,11 @@ class Search(Matcher):
         if not isinstance(pattern, str):
             raise ValueError(f"$regex needs a pattern string, got {pattern!r}")
         self.pattern = pattern
-        self._re = re.compile(pattern)
+        self.compiled = re.compile(pattern)
 
     def matches(self, value: object) -> bool:
         text = _search_text(value)
-        return text is not None and self._re.search(text) is not None
+        return text is not None and self.compiled.search(text) is not None
 
     def __repr__(self) -> str:
         return f"$regex({self.pattern!r})"

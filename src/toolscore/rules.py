@@ -16,10 +16,11 @@ naming the rule's 0-based index. Multi-key dicts stay literal, as in Toolscore.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .calls import ToolCall
@@ -30,6 +31,7 @@ __all__ = [
     "OPERATORS",
     "Rule",
     "check_forbidden_calls",
+    "compile_rule",
     "load_forbidden_rules",
     "match_rule",
     "rules_from_json",
@@ -184,6 +186,48 @@ def match_rule(args: Any, rule_args: Mapping[str, Any] | None) -> bool:
         if key not in args or not compare_values(expected, args[key]):
             return False
     return True
+
+
+_MISSING = object()
+RuleTest = Callable[[Any], bool]
+"""A compiled rule's ``args`` test: True when a call's arguments satisfy it."""
+
+
+def _always(args: Any) -> bool:
+    return True
+
+
+def _value_test(expected: Any) -> Callable[[Any], bool]:
+    """``compare_values(expected, value)`` as one callable; a ``$regex`` searched directly."""
+    if isinstance(expected, Search):
+        search = expected.compiled.search
+
+        def test(value: Any) -> bool:
+            if value.__class__ is str:
+                return search(value) is not None
+            return expected.matches(value)
+
+        return test
+    return functools.partial(compare_values, expected)
+
+
+def compile_rule(rule_args: Mapping[str, Any] | None) -> RuleTest:
+    """:func:`match_rule` for one rule's ``args``, compiled: the per-call path of the policy
+    check, with the same answers."""
+    if not rule_args:
+        return _always
+    tests = [(key, _value_test(expected)) for key, expected in rule_args.items()]
+
+    def test(args: Any) -> bool:
+        if args.__class__ is not dict and not isinstance(args, Mapping):
+            return False
+        for key, value_test in tests:
+            value = args.get(key, _MISSING)
+            if value is _MISSING or not value_test(value):
+                return False
+        return True
+
+    return test
 
 
 def check_forbidden_calls(

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..calls import Batch, Finding, Location, ToolCall
-from ..rules import Rule, match_rule, rules_from_python
+from ..rules import Rule, RuleTest, compile_rule, rules_from_python
 from ._base import BaseCheck
 
 __all__ = ["PolicyCheck", "policy_check"]
@@ -28,9 +28,9 @@ class PolicyCheck(BaseCheck):
 
     def __init__(self, rules: Sequence[Mapping[str, Any]]) -> None:
         self.rules: list[Rule] = rules_from_python(rules)
-        self._by_tool: dict[str, list[tuple[int, Mapping[str, Any] | None]]] = {}
+        self._by_tool: dict[str, list[tuple[int, RuleTest]]] = {}
         for i, rule in enumerate(self.rules):
-            self._by_tool.setdefault(rule["tool"], []).append((i, rule["args"]))
+            self._by_tool.setdefault(rule["tool"], []).append((i, compile_rule(rule["args"])))
         self.violations: list[dict[str, Any]] = []
 
     def check_call(self, call: ToolCall, index: int | None = None) -> dict[str, Any] | None:
@@ -41,8 +41,8 @@ class PolicyCheck(BaseCheck):
         candidates = self._by_tool.get(tool)
         if candidates is None:
             return None
-        for rule_index, rule_args in candidates:
-            if match_rule(args, rule_args):
+        for rule_index, test in candidates:
+            if test(args):
                 violation = {
                     "index": index,
                     "tool": tool,
