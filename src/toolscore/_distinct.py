@@ -1,17 +1,19 @@
 """An exact count of distinct 64-bit fingerprints in bounded memory.
 
 ``identical_count`` needs the number of distinct call signatures in the whole trace, which an
-in-memory set would make grow with the trace. :class:`DistinctCounter` keeps at most
-``memory_entries`` values in a set; when the set fills, its values are sorted and appended,
-split by value range, to ``fanout`` run files on disk (a partitioned external hash, the way
-databases count distinct values). The ranges are disjoint, so the distinct count is the sum of
-the distinct counts of the partitions, each counted on its own at the end; a partition too big
-for the budget is split again by the next bits of its range.
+in-memory set would make grow with the trace. :class:`DistinctCounter` buffers at most
+``memory_entries`` values in a flat ``array('q')`` (8 bytes each); when the buffer fills, its
+values are sorted and appended, split by value range, to ``fanout`` run files on disk (a
+partitioned external hash, the way databases count distinct values). The ranges are disjoint,
+so the distinct count is the sum of the distinct counts of the partitions, each counted on its
+own (in a set) at the end; a partition too big for the budget is split again by the next bits
+of its range.
 
-Memory is about ``memory_entries`` Python ints (4-5 MB at the default), whatever the trace
-length; disk is at most 8 bytes per call. A trace with fewer distinct signatures than the
-budget never touches the disk. Everything costly happens in C (``set.update``, ``sorted``,
-``array.tofile``); the Python work per value is none.
+Memory is the buffer (512 KB at the default) plus, while a full buffer is sorted, its values as
+Python ints (2.5 MB), whatever the trace length; disk is 8 bytes per call. A trace with fewer
+calls than the buffer holds never touches the disk. Everything costly happens in C
+(``array.extend``, ``sorted``, ``array.tofile``, ``set.update``); the Python work per value is
+none.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class DistinctCounter:
         self.memory_entries = memory_entries
         self.fanout = fanout
         self._directory = directory
-        self._set: set[int] = set()
+        self._buf = array("q")
         self._dir: Path | None = None
         self._runs: list[list[Path]] = [[] for _ in range(fanout)]
         """Per partition of the full range, the run files holding its spilled values."""
@@ -64,18 +66,18 @@ class DistinctCounter:
 
     def add(self, value: int) -> None:
         """Count ``value`` (a signed 64-bit integer)."""
-        s = self._set
-        s.add(value)
+        buf = self._buf
+        buf.append(value)
         self._count = None
-        if len(s) >= self.memory_entries:
+        if len(buf) >= self.memory_entries:
             self._spill()
 
     def update(self, values: Iterable[int]) -> None:
         """Count every value of ``values``."""
-        s = self._set
-        s.update(values)
+        buf = self._buf
+        buf.extend(values)
         self._count = None
-        if len(s) >= self.memory_entries:
+        if len(buf) >= self.memory_entries:
             self._spill()
 
     @property
@@ -84,8 +86,8 @@ class DistinctCounter:
         return self._spills > 0
 
     def _spill(self) -> None:
-        values = sorted(self._set)
-        self._set.clear()
+        values = sorted(self._buf)
+        self._buf = array("q")
         self._count = None
         self._write_runs(values, _LOW, _HIGH, self._runs, self._run_dir())
         self._spills += 1
@@ -119,9 +121,9 @@ class DistinctCounter:
     def __len__(self) -> int:
         """The number of distinct values added so far."""
         if not self._spills:
-            return len(self._set)
+            return len(set(self._buf))
         if self._count is None:
-            if self._set:
+            if self._buf:
                 self._spill()
             step = -(-(_HIGH - _LOW) // self.fanout)
             self._count = sum(
@@ -163,15 +165,15 @@ class DistinctCounter:
         if other.fanout != self.fanout:
             raise ValueError("cannot merge counters with different fanouts")
         if other._spills:
-            if other._set:
+            if other._buf:
                 other._spill()
             for mine, theirs in zip(self._runs, other._runs, strict=True):
                 mine.extend(theirs)
             self._spills += other._spills
             self._adopt(other)
         self._count = None
-        self.update(other._set)
-        other._set = set()
+        self.update(other._buf)
+        other._buf = array("q")
         other._runs = [[] for _ in range(other.fanout)]
         other._spills = 0
 
@@ -189,7 +191,7 @@ class DistinctCounter:
                 shutil.rmtree(path, ignore_errors=True)
         self._dir = None
         self._adopted = []
-        self._set.clear()
+        self._buf = array("q")
         self._runs = [[] for _ in range(self.fanout)]
         self._spills = 0
         self._count = None
@@ -202,7 +204,7 @@ class DistinctCounter:
 
     def __repr__(self) -> str:
         where = f", {self._spills} spills" if self._spills else ""
-        return f"DistinctCounter({len(self._set)} in memory{where})"
+        return f"DistinctCounter({len(self._buf)} in memory{where})"
 
 
 def _blocks(files: list[Path], size: int) -> Iterable[array[int]]:

@@ -3,8 +3,8 @@
 The check reads ``batch.done``: calls in index order whose failure flag (``call.is_error``)
 is final. State is the previous call's signature and failure flag, a few counters, a
 ``Counter`` of failed tool names and a :class:`~toolscore._distinct.DistinctCounter` of the
-signatures' fingerprints for ``identical_count`` (bounded memory; it spills to disk past
-65,536 distinct signatures).
+signatures' fingerprints for ``identical_count`` (bounded memory: 8 bytes a call in a buffer
+that spills to disk every 65,536 calls).
 
 A retry is a call whose immediately previous call failed and has the same signature (tool and
 canonical arguments); a chain fail, fail, same counts two, and the retry may fail itself.
@@ -151,8 +151,8 @@ class ErrorsCheck(BaseCheck):
 
     @property
     def identical_count(self) -> int:
-        """Calls minus distinct signatures (past 65,536 distinct signatures, a count reads
-        their run files: a few hundredths of a second per million calls)."""
+        """Calls minus distinct signatures (past 65,536 calls, a count reads the spilled run
+        files: a few hundredths of a second per million calls)."""
         return self.total_calls - len(self._seen)
 
     @property
