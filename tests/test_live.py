@@ -320,6 +320,7 @@ def test_snapshots_mid_stream_leave_the_final_result_unchanged(
 
         def on_calls(_: Any) -> None:
             scores.append(box[0].snapshot().score)
+            assert box[0].score() == scores[-1]
 
         async with watch(agent(), gold=gold, forbidden=RULES, on_calls=on_calls) as run:
             box.append(run)

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from .calls import Finding, ToolCall
+    from .columns import Columns
     from .live import LiveRun
     from .result import EvaluationResult
 
@@ -163,6 +164,9 @@ class _Printer:
             os.close(self._findings_fd)
             self._findings_fd = None
 
+    def __call__(self, calls: list[ToolCall]) -> None:
+        self.on_calls(calls)
+
     def refresh_score(self, force: bool = False) -> None:
         run = self.run
         if run is None or self.opts.gold is None:
@@ -173,11 +177,16 @@ class _Printer:
             return
         self._score_at = now
         self._score_calls = calls
-        self.score = run.snapshot().score
+        self.score = run.score()
 
     def on_calls(self, calls: list[ToolCall]) -> None:
         if self.live_status:
             self.refresh_score()
+
+    def take_columns(self, columns: Columns) -> None:
+        """The call sink for decoded blocks: the calls are not needed, only that they came
+        (so a block is never turned into ``ToolCall`` objects for the watch)."""
+        self.on_calls([])
 
     def on_finding(self, found: list[Finding]) -> None:
         if self._findings_fd is not None:
@@ -279,7 +288,7 @@ async def _watch(opts: WatchOptions, printer: _Printer, weights: Any) -> Evaluat
                     format=opts.format,
                     weights=weights,
                     on_finding=printer.on_finding,
-                    on_calls=printer.on_calls,
+                    on_calls=printer,
                 ) as run:
                     printer.run = run
                     if stop_requested[0]:

@@ -43,7 +43,7 @@ from .api import (
 )
 from .calls import Batch, Finding, ToolCall
 from .pipeline import CallSink, FindingSink, Pipeline, run_async
-from .result import EvaluationResult
+from .result import EvaluationResult, compute_score
 
 __all__ = ["LiveRun", "plain_errors", "watch"]
 
@@ -147,6 +147,18 @@ class LiveRun:
         snap.checks = [copy.copy(check) for check in live.checks]
         snap.findings = list(live.findings)
         return _result(snap, self._gold, self._weights, include_extras=True)
+
+    def score(self) -> float:
+        """The score of the calls completed so far, as :meth:`snapshot` would give it, from
+        the one check it depends on: cheap whatever the trace's length (a snapshot also
+        counts the distinct signatures, which past 65,536 calls reads their run files)."""
+        if self._result is not None:
+            return self._result.score
+        for check in self.pipeline.checks:
+            if check.name == "expected":
+                metrics = copy.copy(check).metrics()  # type: ignore[attr-defined]
+                return compute_score(metrics, self._weights)
+        return self.snapshot().score
 
     # -- control ------------------------------------------------------------------------------
 
