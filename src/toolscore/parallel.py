@@ -15,7 +15,8 @@ had read the whole file:
 - a retry across the boundary (the part's first call repeating the previous part's failed
   last call) is found at the merge;
 - the part's findings are renumbered (call index, line, and the numbers in their messages);
-- its calls, spooled for the JSON report, are appended to the report's spool as a file.
+- its calls, spooled for the JSON report, are copied into the report (in the kernel, by a
+  thread, while the merge goes on).
 
 So the result and the reports are the ones one process gives; only latency and cost totals,
 sums of per-part sums, may differ in the last digits. A part whose process fails is read

@@ -196,3 +196,23 @@ def test_an_unfinished_report_leaves_nothing(tmp_path: Path) -> None:
     with JsonReport(path) as report:
         report(trace_calls(3))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_adopted_parts_copy_without_copy_file_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    calls = trace_calls(30)
+    with CallSpool(path=tmp_path / "part") as part:
+        part(calls[10:])
+        part.flush()
+        for kernel in (True, False):
+            if not kernel:  # another system: the copy goes through memory
+                monkeypatch.delattr(os, "copy_file_range", raising=False)
+            path = tmp_path / f"r{kernel}.json"
+            with JsonReport(path) as report:
+                report(calls[:10])
+                report.adopt(tmp_path / "part", part.count)
+                report.finish(make_result(count=30))
+            assert read(path)["calls"]["actual"] == [call_record(c) for c in calls]  # type: ignore[index]

@@ -3,14 +3,16 @@ arbitrary-JSON inputs that every dialect must survive."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
 
-from toolscore.calls import ToolCall
+from toolscore.calls import Finding, ToolCall
+from toolscore.errors import InputError
 from toolscore.integrations import call_to_dict
-from toolscore.sources import iter_batches
+from toolscore.sources import Session, iter_batches
 
 
 def streamed(path: Path, format: str = "auto") -> list[dict[str, Any]]:
@@ -42,3 +44,37 @@ def assert_numbered(got: list[ToolCall]) -> None:
     """Every call a dialect yields is complete, named, and numbered 0, 1, 2, ..."""
     assert all(c.complete and c.tool for c in got)
     assert [c.index for c in got] == list(range(len(got)))
+
+
+def fed(
+    data: bytes, format: str = "auto", *, cuts: list[int] | None = None, step: int = 0
+) -> tuple[list[ToolCall], list[Finding], InputError | None, str]:
+    """Feed ``data`` through a session whole, at ``cuts``, or ``step`` bytes at a time."""
+    session = Session(format, "t")
+    if step:
+        pieces = [data[i : i + step] for i in range(0, len(data), step)]
+    else:
+        bounds = [0, *sorted(set(cuts or [])), len(data)]
+        pieces = [data[a:b] for a, b in itertools.pairwise(bounds)]
+    calls: list[ToolCall] = []
+    done: list[int] = []
+    findings: list[Finding] = []
+    error: InputError | None = None
+    for piece in pieces:
+        batch = session.feed(piece)
+        calls += batch.calls
+        done += [c.index for c in batch.done]
+        findings += batch.findings
+        if batch.error is not None:
+            error = batch.error
+            break
+    else:
+        batch = session.close()
+        calls += batch.calls
+        done += [c.index for c in batch.done]
+        findings += batch.findings
+        error = batch.error
+    assert sorted(done) == [c.index for c in calls], "every call is released exactly once"
+    assert [c.index for c in calls] == list(range(len(calls)))
+    name = session.decoder.name if session.decoder is not None else ""
+    return calls, findings, error, name

@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _streamed import fed
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from toolscore import evaluate_trace
-from toolscore.calls import ToolCall
 from toolscore.reports.json import CallSpool, write_json_report
-from toolscore.sources import Session, _drive
-from toolscore.sources._array import ArrayDecoder
+from toolscore.sources import Session, _array
 
 call = st.fixed_dictionaries(
     {"tool": st.sampled_from(["search", "fetch", "run_shell"])},
@@ -49,31 +48,18 @@ def render(items: list[Any], how: str, container: str | None) -> bytes:
 
 
 def read(data: bytes, step: int, *, arrays: bool) -> tuple[Any, ...]:
-    old = dict(_drive.ARRAY_PREFIXES)
+    """The calls, finding messages and fault of ``data`` fed ``step`` bytes at a time, read
+    with array runs or with ijson alone."""
+    old = dict(_array.ARRAY_PREFIXES)
     if not arrays:
-        _drive.ARRAY_PREFIXES.clear()
+        _array.ARRAY_PREFIXES.clear()
     try:
-        session = Session("custom", "t")
-        calls: list[ToolCall] = []
-        findings: list[str] = []
-        error = None
-        for start in range(0, len(data), step):
-            batch = session.feed(data[start : start + step])
-            calls += batch.calls
-            findings += [f.message for f in batch.findings]
-            if batch.error is not None:
-                error = batch.error
-                break
-        else:
-            batch = session.close()
-            calls += batch.calls
-            findings += [f.message for f in batch.findings]
-            error = batch.error
-        assert arrays or not isinstance(session.decoder, ArrayDecoder)
-        err = None if error is None else (type(error).__name__, str(error), error.offset)
-        return [(c.tool, c.args, c.result, c.metadata, c.index) for c in calls], findings, err
+        calls, findings, error, _ = fed(data, "custom", step=step)
     finally:
-        _drive.ARRAY_PREFIXES.update(old)
+        _array.ARRAY_PREFIXES.update(old)
+    err = None if error is None else (type(error).__name__, str(error), error.offset)
+    summary = [(c.tool, c.args, c.result, c.metadata, c.index) for c in calls]
+    return summary, [f.message for f in findings], err
 
 
 @settings(max_examples=200, deadline=None)
@@ -145,16 +131,16 @@ def test_json_report_is_the_same(tmp_path: Path, items: list[Any], how: str) -> 
     path.write_bytes(render(items, how, None))
     reports = []
     for arrays in (True, False):
-        old = dict(_drive.ARRAY_PREFIXES)
+        old = dict(_array.ARRAY_PREFIXES)
         if not arrays:
-            _drive.ARRAY_PREFIXES.clear()
+            _array.ARRAY_PREFIXES.clear()
         try:
             with CallSpool(tmp_path) as spool:
                 result = evaluate_trace([{"tool": "search"}], path, "custom", on_calls=spool)
                 out = tmp_path / "r.json"
                 write_json_report(result, out, spool)
         finally:
-            _drive.ARRAY_PREFIXES.update(old)
+            _array.ARRAY_PREFIXES.update(old)
         report = json.loads(out.read_bytes())
         del report["timestamp"]
         reports.append(report)

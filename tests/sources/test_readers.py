@@ -2,51 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
 import pytest
+from _streamed import fed as read
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolscore.calls import Finding, ToolCall
+from toolscore.calls import ToolCall
 from toolscore.errors import InputError, MalformedTrace, TruncatedTrace
 from toolscore.sources import Session
-
-
-def read(
-    data: bytes, format: str = "auto", *, cuts: list[int] | None = None, step: int = 0
-) -> tuple[list[ToolCall], list[Finding], InputError | None, str]:
-    """Feed ``data`` through a session whole, at ``cuts``, or ``step`` bytes at a time."""
-    session = Session(format, "t")
-    if step:
-        pieces = [data[i : i + step] for i in range(0, len(data), step)]
-    else:
-        bounds = [0, *sorted(set(cuts or [])), len(data)]
-        pieces = [data[a:b] for a, b in itertools.pairwise(bounds)]
-    calls: list[ToolCall] = []
-    done: list[int] = []
-    findings: list[Finding] = []
-    error: InputError | None = None
-    for piece in pieces:
-        batch = session.feed(piece)
-        calls += batch.calls
-        done += [c.index for c in batch.done]
-        findings += batch.findings
-        if batch.error is not None:
-            error = batch.error
-            break
-    else:
-        batch = session.close()
-        calls += batch.calls
-        done += [c.index for c in batch.done]
-        findings += batch.findings
-        error = batch.error
-    assert sorted(done) == [c.index for c in calls], "every call is released exactly once"
-    assert [c.index for c in calls] == list(range(len(calls)))
-    name = session.decoder.name if session.decoder is not None else ""
-    return calls, findings, error, name
 
 
 def summary(calls: list[ToolCall]) -> list[tuple[Any, ...]]:

@@ -31,7 +31,7 @@ from . import ReportResult, failed_calls, secret_count
 
 __all__ = ["CallSpool", "FindingSpool", "JsonReport", "dumps", "summary", "write_json_report"]
 
-_Spool = TypeVar("_Spool", bound="_LineSpool")
+_Self = TypeVar("_Self", bound="_Closing")
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 _CHUNK = 1 << 20
 _OWN_KEYS = frozenset({"timestamp", "summary", "findings"})
@@ -61,7 +61,25 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
             return text.encode("utf-8", "surrogatepass")
 
 
-class _LineSpool:
+class _Closing:
+    """``with`` closes it."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class _LineSpool(_Closing):
     """A temporary file of JSON records, each written with the separator that follows it in
     the report, so that the report takes the file as it is (in the kernel, with
     ``copy_file_range``, where the system has it) instead of reading and rewriting it.
@@ -139,17 +157,6 @@ class _LineSpool:
         for fh in self._parts:
             fh.close()
         self._parts = []
-
-    def __enter__(self: _Spool) -> _Spool:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _copy_range(src: int, dst: int, size: int, offset: int) -> None:
@@ -258,7 +265,7 @@ _SMALL = 1 << 20
 """A report whose calls take less than this is rewritten without the room's padding."""
 
 
-class JsonReport:
+class JsonReport(_Closing):
     """The JSON report, written while the trace is read: its calls go straight into it.
 
     The layout is ``timestamp`` and ``summary`` (the verdict, first, for scripts and readers
@@ -425,17 +432,6 @@ class JsonReport:
             with contextlib.suppress(OSError):
                 os.unlink(self._temp)
             self._done = True
-
-    def __enter__(self) -> JsonReport:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def write_json_report(

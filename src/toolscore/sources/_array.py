@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 import msgspec
 
-from ..calls import Batch, Location
+from ..calls import Batch
 from ._base import Dialect
+from ._document import DocumentDecoder
 from ._ijson import ItemParser
-from .jsonl import _Decoder
 
-__all__ = ["ARRAY_PREFIXES", "ArrayDecoder"]
+__all__ = ["ARRAY_PREFIXES", "ArrayDecoder", "suits"]
 
 ARRAY_PREFIXES: dict[str, tuple[re.Pattern[bytes], bytes]] = {
     "item": (re.compile(rb"[ \t\r\n]*\["), b"["),
@@ -53,7 +52,18 @@ _RETRIES = 4
 _decode = msgspec.json.Decoder().decode
 
 
-class ArrayDecoder(_Decoder):
+def suits(prefix: str, head: bytes) -> bool:
+    """Whether a document that starts with ``head`` is read in runs: its items are at one of
+    :data:`ARRAY_PREFIXES`, the document opens right onto their array, and they are objects.
+    Any other document is read by ijson from the start, pulling (its faster way)."""
+    known = ARRAY_PREFIXES.get(prefix)
+    if known is None:
+        return False
+    m = known[0].match(head)
+    return m is not None and head[m.end() :].lstrip(_WHITESPACE)[:1] in (b"{", b"]", b"")
+
+
+class ArrayDecoder(DocumentDecoder):
     """Reads the items of a document's array in runs; see the module docstring.
 
     Args:
@@ -66,9 +76,7 @@ class ArrayDecoder(_Decoder):
     def __init__(
         self, dialect: Dialect, prefix: str, source: str, description: str = "a JSON document"
     ) -> None:
-        super().__init__(dialect, source, description)
-        self.name = f"json/{dialect.name}"
-        self.prefix = prefix
+        super().__init__(dialect, prefix, source, description)
         self._opening, self._synthetic = ARRAY_PREFIXES[prefix]
         self._buf = b""
         self._start = 0
@@ -78,7 +86,6 @@ class ArrayDecoder(_Decoder):
         self._in_items = False
         self._sep: bytes | None = None
         self._parser: ItemParser | None = None
-        self._location = Location(source)
 
     # -- feeding ----------------------------------------------------------------------------
 
@@ -230,12 +237,3 @@ class ArrayDecoder(_Decoder):
         self._parser = parser
         buf, self._buf = self._buf, b""
         self._items(parser.feed(opening + buf), out)
-
-    def _items(self, parsed: tuple[list[Any], Any], out: Batch) -> None:
-        items, error = parsed
-        location = self._location
-        for obj in items:
-            self._item(obj, location, out)
-        if error is not None:
-            out.error = error
-            self.dialect.close(out)

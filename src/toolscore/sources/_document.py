@@ -7,20 +7,23 @@ A fault in the document (bad JSON, invalid UTF-8, an early end) ends the input: 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..calls import Batch, Location
+from ..errors import InputError
 from ._base import Dialect
 from ._ijson import ItemParser, pull_items
 from .jsonl import _Decoder
 
-__all__ = ["JsonDecoder"]
+__all__ = ["DocumentDecoder", "JsonDecoder"]
 
 
-class JsonDecoder(_Decoder):
-    """One JSON document, its items read at an ijson prefix.
+class DocumentDecoder(_Decoder):
+    """What the two decoders of one JSON document share: the items' prefix, their location,
+    and how parsed items and a fault go into a batch.
 
-    Calls read from a document carry ``Location(source)`` without an offset: ijson reports
-    completed items, not where they started.
+    Calls read from a document carry ``Location(source)`` without an offset: the parsers
+    report completed items, not where they started.
 
     Args:
         dialect: reads each item.
@@ -35,19 +38,33 @@ class JsonDecoder(_Decoder):
         super().__init__(dialect, source, description)
         self.name = f"json/{dialect.name}"
         self.prefix = prefix
-        self._parser = ItemParser(source, prefix)
         self._location = Location(source)
 
-    def feed(self, chunk: bytes) -> Batch:
-        """Parse ``chunk``; a fault is the batch's ``error`` (pending calls complete then)."""
-        out = Batch()
-        items, error = self._parser.feed(chunk)
+    def _items(self, parsed: tuple[list[Any], InputError | None], out: Batch) -> None:
+        """Hand parsed items to the dialect; a fault is the batch's ``error`` (pending calls
+        complete then)."""
+        items, error = parsed
         location = self._location
         for obj in items:
             self._item(obj, location, out)
         if error is not None:
             out.error = error
             self.dialect.close(out)
+
+
+class JsonDecoder(DocumentDecoder):
+    """One JSON document, its items read at an ijson prefix (see :class:`DocumentDecoder`)."""
+
+    def __init__(
+        self, dialect: Dialect, prefix: str, source: str, description: str = "a JSON document"
+    ) -> None:
+        super().__init__(dialect, prefix, source, description)
+        self._parser = ItemParser(source, prefix)
+
+    def feed(self, chunk: bytes) -> Batch:
+        """Parse ``chunk``; a fault is the batch's ``error`` (pending calls complete then)."""
+        out = Batch()
+        self._items(self._parser.feed(chunk), out)
         return out
 
     def pull(self, head: bytes, read: Callable[[int], bytes], size: int) -> Iterator[Batch]:

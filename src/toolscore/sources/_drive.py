@@ -26,7 +26,7 @@ import orjson
 
 from ..calls import Batch, Finding
 from ..errors import FormatNotDetected, InputError, MalformedTrace
-from ._array import ARRAY_PREFIXES, ArrayDecoder
+from ._array import ArrayDecoder, suits
 from ._base import Decoder
 from ._document import JsonDecoder
 from ._util import input_finding
@@ -59,7 +59,7 @@ def open_decoder(format: str, head: bytes, source_name: str, *, final: bool = Fa
     decoder: JsonlDecoder | JsonDecoder | ArrayDecoder
     if found.layout == "jsonl":
         decoder = JsonlDecoder(dialect, source_name, found.description)
-    elif found.prefix in ARRAY_PREFIXES:
+    elif suits(found.prefix, head.removeprefix(_BOM)):
         decoder = ArrayDecoder(dialect, found.prefix, source_name, found.description)
     else:
         decoder = JsonDecoder(dialect, found.prefix, source_name, found.description)
