@@ -233,3 +233,36 @@ def test_batching_and_the_prefilter_change_nothing(all_args: list[dict[str, Any]
         for _s, _e, kind, _m in scan_text(text)
     ]
     assert [(r["index"], r["path"], r["kind"]) for r in whole.secrets] == direct
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "json"])
+def test_planted_keys_in_a_trace_file_are_all_found_by_the_batch_path(
+    tmp_path: Path, layout: str
+) -> None:
+    # a file read in blocks (msgspec, the batch prefilter): every kind, nested, in lists, on
+    # a second line of a string, among calls that hold none
+    from _secrets import PLANTED
+    from toolscore import evaluate_trace
+    from toolscore.sources import iter_batches
+
+    calls: list[dict[str, Any]] = []
+    expected = []
+    for kind, keys in PLANTED.items():
+        for key in keys:
+            calls.append({"tool": "t", "args": {"q": "plain", "n": [1, 2]}, "result": "ok"})
+            args = {"headers": {"Authorization": f"Bearer {key}"}, "files": [{"c": f"x\n{key}"}]}
+            calls.append({"tool": "t", "args": args, "result": "ok"})
+            expected += [(kind, "headers.Authorization"), (kind, "files[0].c")]
+    filler = {"tool": "t", "args": {"q": "plain " * 40}, "result": "ok"}
+    calls += [filler] * 400  # past the sample read before the format is known: real chunks
+    path = tmp_path / f"t.{layout}"
+    if layout == "jsonl":
+        path.write_bytes(b"".join(orjson.dumps(c) + b"\n" for c in calls))
+    else:
+        path.write_bytes(b"[\n" + b",\n".join(orjson.dumps(c) for c in calls) + b"\n]")
+    fmt = "jsonl" if layout == "jsonl" else "custom"
+    assert any(b.block is not None for b in iter_batches(path, fmt))
+    result = evaluate_trace([], path, fmt)
+    found = result.metrics["security_metrics"]["secrets"]
+    assert [(r["kind"], r["path"]) for r in found] == expected
+    assert {r["index"] for r in found} == set(range(1, len(expected), 2))
