@@ -211,3 +211,21 @@ def test_eval_with_workers_writes_the_same_report(tmp_path: Path) -> None:
     assert reports[1]["summary"]["trace_calls_count"] == 34_000
     assert len(reports[1]["calls"]["actual"]) == 34_000
     assert reports[1]["summary"]["failed_calls"] == math.ceil(34_000 / 97)
+
+
+def test_evaluate_trace_with_workers_gives_the_result_of_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 2000)
+    lines = [
+        json.dumps({"tool": t, "args": {"q": "weather", "i": i}, "error": "x" if i % 5 else None})
+        for i, t in enumerate(["search", "fetch", "write"] * 60)
+    ]
+    path = _write(tmp_path, lines)
+    assert parallel.plan(path, "auto", 3) is not None
+    seen: list[int] = []
+    one = evaluate_trace(GOLD, path, forbidden=RULES, workers=1)
+    parts = evaluate_trace(GOLD, path, forbidden=RULES, workers=3, on_bytes=seen.append)
+    assert _comparable(parts.to_dict()) == _comparable(one.to_dict())
+    assert [f.to_json() for f in parts.findings] == [f.to_json() for f in one.findings]
+    assert sum(seen) == path.stat().st_size  # every part's bytes, told to the main process
