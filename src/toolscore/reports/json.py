@@ -1,11 +1,13 @@
 """The JSON report, written in pieces so that memory stays flat however long the trace.
 
-The layout is Toolscore's record (``EvaluationResult.to_dict()``: schema_version, score,
-grade, weights, required_call_recall, metrics, calls, counts) preceded by ``timestamp``, a
-``summary`` (the verdict for scripts) and every ``findings`` line. The actual calls are not
-kept in memory: a :class:`CallSpool` passed as ``on_calls`` to ``evaluate_trace`` appends
-each completed call to a temporary file as one JSON line, and :func:`write_json_report`
-copies that file into ``calls.actual`` in large chunks.
+The content is Toolscore's record (``EvaluationResult.to_dict()``) with a ``timestamp``, a
+``summary`` (the verdict for scripts) and every ``findings`` line; the order is timestamp,
+summary, calls, findings, then the rest of the record, so that the calls can go into the
+file as they are read (:class:`JsonReport`, the CLI's ``on_calls`` sink). A part of a trace
+read by another process spools its calls to a file (:class:`CallSpool`) that the report then
+takes in, in the kernel; findings beyond those the result keeps are spooled the same way
+(:class:`FindingSpool`). :func:`write_json_report` writes the report of an evaluation done
+already, from such spools or from the result's own calls.
 
 The record keeps arguments as recorded, credentials included (treat it like the trace).
 """
