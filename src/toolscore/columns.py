@@ -35,10 +35,13 @@ class Columns(ABC):
     the trace.
     """
 
-    __slots__ = ("_failed", "_sigs", "n")
+    __slots__ = ("_failed", "_kind", "_sigs", "n")
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, kind: Canonical) -> None:
         self.n = n
+        self._kind: Canonical = kind
+        """Where the arguments come from, for their canonical texts (see
+        :data:`~toolscore._signature.Canonical`)."""
         self._sigs: list[bytes] | None = None
         self._failed: list[int] | None = None
 
@@ -73,10 +76,6 @@ class Columns(ABC):
         """``(tool, cost)`` of the calls whose cost counts (numbers only), in order."""
 
     @abstractmethod
-    def call(self, i: int) -> ToolCall:
-        """The call at position ``i`` as a :class:`ToolCall`."""
-
-    @abstractmethod
     def calls(self) -> list[ToolCall]:
         """Every call as a :class:`ToolCall` (a new list)."""
 
@@ -96,11 +95,8 @@ class Columns(ABC):
         """Every call's canonical arguments (:func:`~toolscore._signature.canonical_args`),
         computed once and shared by the checks that need them."""
         if self._sigs is None:
-            self._sigs = self._canonical()
+            self._sigs = canonical_many(self.args, self._kind)
         return self._sigs
-
-    def _canonical(self) -> list[bytes]:
-        return canonical_many(self.args)
 
     def failed(self) -> list[int]:
         """The positions of the calls that failed (:attr:`ToolCall.is_error`), in order
@@ -113,9 +109,6 @@ class Columns(ABC):
     def _find_failed(self) -> list[int]:
         """:meth:`failed`, computed."""
 
-    def __len__(self) -> int:
-        return self.n
-
 
 class ListColumns(Columns):
     """Columns over :class:`ToolCall` objects.
@@ -127,12 +120,11 @@ class ListColumns(Columns):
             code (``any``).
     """
 
-    __slots__ = ("_args", "_calls", "_kind", "_tools")
+    __slots__ = ("_args", "_calls", "_tools")
 
     def __init__(self, calls: list[ToolCall], kind: Canonical = "any") -> None:
-        super().__init__(len(calls))
+        super().__init__(len(calls), kind)
         self._calls = calls
-        self._kind: Canonical = kind
         self._tools: list[str] | None = None
         self._args: list[Any] | None = None
 
@@ -147,9 +139,6 @@ class ListColumns(Columns):
         if self._args is None:
             self._args = [c.args for c in self._calls]
         return self._args
-
-    def _canonical(self) -> list[bytes]:
-        return canonical_many(self.args, self._kind)
 
     def index(self, i: int) -> int:
         return self._calls[i].index
@@ -170,9 +159,6 @@ class ListColumns(Columns):
         return [
             (c.tool, cost) for c in self._calls if (cost := c.cost) is not None and _is_number(cost)
         ]
-
-    def call(self, i: int) -> ToolCall:
-        return self._calls[i]
 
     def calls(self) -> list[ToolCall]:
         return list(self._calls)

@@ -28,7 +28,6 @@ from typing import Any
 
 import msgspec
 
-from .._signature import canonical_many
 from ..calls import Batch, Location, ToolCall
 from ..columns import Columns
 from ._base import Dialect
@@ -378,7 +377,7 @@ class CustomBlock(Columns):
         source: str,
         first_line: int | None,
     ) -> None:
-        super().__init__(len(items))
+        super().__init__(len(items), "strict")
         self._items = items
         self._extras = extras
         self.start = start
@@ -395,9 +394,6 @@ class CustomBlock(Columns):
     @property
     def args(self) -> list[Any]:
         return self._args
-
-    def _canonical(self) -> list[bytes]:
-        return canonical_many(self._args, "strict")
 
     def index(self, i: int) -> int:
         return self.start + i
@@ -503,6 +499,7 @@ class CustomBlock(Columns):
         return self.n
 
     def call(self, i: int) -> ToolCall:
+        """The call at position ``i`` as a :class:`ToolCall`."""
         item = self._items[i]
         metadata: dict[str, Any] = {}
         if item.is_error is not _UNSET:
