@@ -380,16 +380,18 @@ class _PartRecorder:
         self._file.close()
 
 
-def _ids(path: str) -> Iterator[int]:
+def _id_blocks(path: str) -> Iterator[array[int]]:
+    """The ids a :class:`_PartRecorder` wrote, in arrays of at most 65,536."""
     with open(path, "rb") as fh:
         while True:
             block = array("I")
             try:
                 block.fromfile(fh, 1 << 16)
             except EOFError:
-                yield from block
+                if block:
+                    yield block
                 return
-            yield from block
+            yield block
 
 
 # -- the check ------------------------------------------------------------------------------
@@ -628,7 +630,8 @@ class ExpectedCheck(BaseCheck):
         rest = state["calls"] - len(head)  # past the trajectory's reach
         if rest > 0:
             self._tail_omitted += rest
-        self._distance.replay(_ids(state["sequence"]), state["names"])
+        for ids in _id_blocks(state["sequence"]):
+            self._distance.replay(ids, state["names"])
         self._counts.update(state["counts"])
         groups = [g for groups in self._groups.values() for g in groups]
         for group, theirs in zip(groups, state["candidates"], strict=True):
