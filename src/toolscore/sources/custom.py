@@ -312,7 +312,6 @@ class _FastReader:
 _get_tool = attrgetter("tool")
 _get_args = attrgetter("args")
 _get_result = attrgetter("result")
-_get_timestamp = attrgetter("timestamp")
 _get_duration = attrgetter("duration")
 _get_cost = attrgetter("cost")
 _get_is_error = attrgetter("is_error")
@@ -348,7 +347,7 @@ class CustomBlock(Columns):
     """Plain custom calls decoded from one chunk, read column by column.
 
     ``ToolCall`` objects are built only by :meth:`call` and :meth:`calls`; the checks read the
-    columns, and the JSON report's lines come from :meth:`records` in one C call.
+    columns, and the JSON report's records are encoded by msgspec (:meth:`write_records`).
 
     Args:
         items: the decoded structs.
