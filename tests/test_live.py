@@ -4,6 +4,7 @@ cancellation; ``stop()`` finishes on what was read."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -170,6 +171,42 @@ async def test_stop_finishes_on_every_call_read_so_far() -> None:
     assert run.stopped
     assert run.calls_read == 2
     assert result is not None
+
+
+async def test_stop_completes_calls_still_waiting_for_their_result() -> None:
+    # An OpenAI trace: the call's result would come in a later `tool` message. Stopped
+    # before it does, the call still reaches the checks that need its outcome.
+    message = {
+        "role": "assistant",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "search", "arguments": '{"q": "x"}'},
+            }
+        ],
+    }
+    sent = anyio.Event()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield json.dumps(message).encode() + b"\n"
+        sent.set()
+        await anyio.sleep_forever()
+        yield b""  # pragma: no cover
+
+    completed: list[int] = []
+    gold = [{"tool": "search"}]
+    on_calls = lambda calls: completed.extend(c.index for c in calls)  # noqa: E731
+    async with watch(chunks(), gold=gold, on_calls=on_calls) as run:
+        with anyio.fail_after(5):
+            await sent.wait()  # asked for more: the line before was read and fed
+        assert run.calls_read == 1
+        assert completed == []  # its result still to come
+        run.stop()
+        result = await run.wait()
+    assert completed == [0]
+    assert result.required_call_recall == 1.0
+    assert result.metrics["efficiency_metrics"]["error_count"] == 0
 
 
 async def test_stop_before_anything_is_read() -> None:

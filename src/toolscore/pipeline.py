@@ -92,6 +92,10 @@ class Pipeline:
         self.on_finding = on_finding
         self.on_calls = on_calls
         self._waiting: dict[int, ToolCall] = {}
+        self._open: dict[int, ToolCall] = {}
+        """Calls read whose result has not come yet (bounded by the dialect's
+        ``max_pending``): completed without one by :meth:`_flush` when the stream ends before
+        the source could, on a stop or a fatal input error."""
         self._flushed: Batch | None = None
 
     # -- the I/O-free core ------------------------------------------------------------------
@@ -121,10 +125,25 @@ class Pipeline:
         if batch.block is not None and not self._waiting:
             # a decoded block: complete, numbered on from the calls before it
             self.calls_done += batch.block.n
-        elif batch.n_done and batch is not self._flushed:
-            batch.done = self._in_order(batch.done)
+        else:
+            if batch.block is None:
+                self._track_open(batch)
+            if batch.n_done and batch is not self._flushed:
+                batch.done = self._in_order(batch.done)
         self.calls_read += batch.n_calls
         return batch
+
+    def _track_open(self, batch: Batch) -> None:
+        """Remember the batch's calls that still wait for their result; forget those whose
+        result came."""
+        open_calls = self._open
+        if open_calls and batch.n_done:
+            for call in batch.done:
+                open_calls.pop(call.index, None)
+        if batch.n_calls:
+            for call in batch.calls:
+                if not call.complete:
+                    open_calls[call.index] = call
 
     def _collect(self, batch: Batch, per_check: list[list[Finding]]) -> list[Finding]:
         found: list[Finding] = list(batch.findings)
@@ -160,6 +179,14 @@ class Pipeline:
         return found + self._collect(Batch(), [tail])
 
     def _flush(self) -> Batch:
+        for call in self._open.values():
+            # The stream ended (stopped, or broken off) before the source could say that
+            # this call's result will not come: it is complete without one, as at the end of
+            # a whole trace.
+            if not call.complete:
+                call.complete = True
+                self._waiting[call.index] = call
+        self._open.clear()
         if not self._waiting:
             return Batch()
         held = [self._waiting[i] for i in sorted(self._waiting)]
