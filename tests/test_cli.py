@@ -206,6 +206,44 @@ def test_truncated_trace_writes_report_then_exit_2(tmp_path: Path) -> None:
     assert line.removeprefix("toolscore: error: ") in proc.stdout
 
 
+def test_malformed_lines_are_shown_evaluated_around_then_exit_2(tmp_path: Path) -> None:
+    good = json.dumps({"tool": "run_shell", "args": {"command": "make test"}})
+    lines = [good, '{"tool": "deploy", "args": {"env": ', good, "not json at all", good]
+    write(tmp_path / "t.jsonl", "\n".join(lines) + "\n")
+    md, page = tmp_path / "r.md", tmp_path / "r.html"
+    proc = run_cli(
+        "eval", str(GOLD), "t.jsonl", "-o", "out.json", "--markdown", "r.md", "--html", "r.html",
+        cwd=tmp_path,
+    )  # fmt: skip
+    report = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    assert proc.returncode == 2
+    line = assert_one_error_line(proc.stderr, "2 parts of the trace were unreadable", "t.jsonl:2")
+    assert "first: t.jsonl:2: malformed JSON" in line
+    # the three good lines are evaluated and reported; the two bad ones are named
+    assert report["summary"]["trace_calls_count"] == 3
+    assert report["summary"]["complete"] is True
+    assert report["summary"]["input_problems"] == 2
+    assert report["input_problems"] == 2
+    assert len(report["calls"]["actual"]) == 3
+    shown = proc.stdout[proc.stdout.index("\nInput\n") :]
+    assert re.search(r"ERROR +t\.jsonl:2: malformed JSON", shown)
+    assert re.search(r"ERROR +t\.jsonl:4: malformed JSON", shown)
+    assert "t.jsonl:2: malformed JSON" in md.read_text(encoding="utf-8")
+    assert "t.jsonl:4: malformed JSON" in page.read_text(encoding="utf-8")
+
+
+def test_many_malformed_lines_are_capped_in_the_console_and_counted(tmp_path: Path) -> None:
+    good = json.dumps({"tool": "run_shell", "args": {"command": "make test"}})
+    write(tmp_path / "t.jsonl", good + "\n" + "{oops\n" * 300 + good + "\n")
+    proc = run_cli("eval", str(GOLD), "t.jsonl", "-o", "out.json", cwd=tmp_path)
+    report = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    assert proc.returncode == 2
+    assert report["summary"]["input_problems"] == 300
+    assert report["summary"]["trace_calls_count"] == 2
+    assert len(re.findall(r"ERROR +t\.jsonl:\d+: malformed JSON", proc.stdout)) == 50
+    assert "... and 250 more (see the JSON report)" in proc.stdout
+
+
 def test_invalid_utf8_exit_2(tmp_path: Path) -> None:
     trace = tmp_path / "latin.json"
     trace.write_bytes(b'[{"tool": "a", "args": {"q": "caf\xe9"}}]')

@@ -161,6 +161,30 @@ def test_each_finding_is_printed_within_100ms_before_the_next_line(tmp_path: Pat
     assert "\x1b" not in "\n".join(out.seen)  # not a terminal: no control codes
 
 
+def test_a_malformed_line_is_shown_at_once_and_the_stream_goes_on_then_exit_2(
+    tmp_path: Path,
+) -> None:
+    rules = _forbidden_rules(tmp_path)
+    proc = _start("--forbidden", str(rules))
+    assert proc.stdin is not None and proc.stdout is not None
+    out = _Reader(proc.stdout)
+    try:
+        proc.stdin.write(_line("search", 0) + b'{"tool": "fetch", "args": \n')
+        proc.stdin.flush()
+        _, text = out.expect(lambda s: "malformed JSON" in s, timeout=30)
+        assert ":2" in text  # the line number of the bad line
+        proc.stdin.write(_line("run_shell", 2))
+        proc.stdin.flush()
+        out.expect(lambda s: "call 2 run_shell" in s, timeout=5)  # read on after it
+    finally:
+        proc.stdin.close()
+        code, err = _finish(proc)
+    assert code == 2, err
+    assert "1 part of the trace was unreadable and skipped" in err
+    rest = "\n".join(out.rest())
+    assert "\nInput\n" in rest
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_mid_stream_prints_the_summary_counting_every_call(
     tmp_path: Path, sig: signal.Signals

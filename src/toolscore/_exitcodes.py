@@ -26,7 +26,8 @@ class Outcome:
     """A bad option or argument (bad ``--weight``, unknown ``--format``, bad ``--fail-under``)."""
     input_error: bool = False
     """An input could not be read: a missing or malformed gold, rule or trace file, including an
-    error in the middle of a trace (the reports then cover the calls before it)."""
+    error in the middle of a trace (the reports then cover the calls before it) and parts of a
+    trace skipped as unreadable (a malformed JSON line: the reports cover the rest)."""
     internal_error: bool = False
     """An unexpected exception inside toolscore: nothing trustworthy was evaluated."""
     violations: bool = False
@@ -45,8 +46,8 @@ def exit_code(outcome: Outcome) -> int:
     1     evaluated; a gate failed: ``--fail-under`` (score or grade below the gate)
           or ``--fail-on-violations`` (forbidden calls plus credentials > 0)
     2     not (fully) evaluated: a usage error (bad option), an input error (missing
-          or malformed gold, rule or trace file, also in the middle of a trace), or an
-          internal error
+          or malformed gold, rule or trace file, also in the middle of a trace, or a
+          part of the trace skipped as unreadable), or an internal error
     ====  ==========================================================================
 
     An error wins over a failed gate: a run that stopped at a truncated trace exits 2 even

@@ -110,6 +110,8 @@ def _result(
         trace_calls_count=pipeline.calls_read,
         findings=pipeline.findings,
         input_error=pipeline.error,
+        input_findings=pipeline.input_findings,
+        input_problems=pipeline.input_problems,
         include_extras=include_extras,
     )
 

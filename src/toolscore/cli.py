@@ -335,10 +335,17 @@ def failure_status(exc: BaseException) -> int:
 
 
 def final_status(result: ReportResult, opts: EvalOptions, threshold: float | str | None) -> int:
-    """Apply the gates; an input error met mid-trace is reported and outranks them."""
+    """Apply the gates; an input error met mid-trace, or input skipped as unreadable, is
+    reported and outranks them."""
     outcome = _gates(result, opts, threshold)
+    skipped = result.input_problems
+    if skipped:
+        first = next((f.message for f in result.input_findings if f.severity == "error"), "")
+        noun = "part of the trace was" if skipped == 1 else "parts of the trace were"
+        error_line(f"{skipped} {noun} unreadable and skipped (first: {first})")
     if result.input_error is not None:
         error_line(str(result.input_error))
+    if skipped or result.input_error is not None:
         outcome = Outcome(
             input_error=True,
             violations=outcome.violations,

@@ -21,6 +21,7 @@ from .errors import InputError
 
 __all__ = [
     "MAX_KEPT_FINDINGS",
+    "MAX_KEPT_INPUT_FINDINGS",
     "CallSink",
     "ColumnSink",
     "FindingSink",
@@ -53,6 +54,9 @@ class ColumnSink(Protocol):
 
 MAX_KEPT_FINDINGS = 10_000
 """Findings kept on the result at most; sinks (the findings stream, the JSON report) see all."""
+MAX_KEPT_INPUT_FINDINGS = 100
+"""Input findings (a malformed line, an item of the wrong shape) also kept apart, so that the
+reports can show them whatever came before; all of them are counted."""
 
 
 def finding_order(finding: Finding) -> tuple[int, int]:
@@ -85,6 +89,11 @@ class Pipeline:
         self.calls: list[ToolCall] | None = [] if keep_calls else None
         self.findings: list[Finding] = []
         self.findings_omitted = 0
+        self.input_findings: list[Finding] = []
+        """The first :data:`MAX_KEPT_INPUT_FINDINGS` findings of the readers (``check ==
+        "input"``), whatever the cap on :attr:`findings` left out."""
+        self.input_problems = 0
+        """Input findings of severity ``error``: parts of the trace skipped as unreadable."""
         self.calls_read = 0
         self.calls_done = 0
         self.error: InputError | None = None
@@ -151,6 +160,8 @@ class Pipeline:
             found.extend(findings)
         if len(found) > 1:
             found.sort(key=finding_order)
+        if found:
+            self._count_input(found)
         room = MAX_KEPT_FINDINGS - len(self.findings)
         if room >= len(found):
             self.findings.extend(found)
@@ -162,6 +173,13 @@ class Pipeline:
         if batch.error is not None and self.error is None:
             self.error = batch.error
         return found
+
+    def _count_input(self, found: list[Finding]) -> None:
+        inputs = [f for f in found if f.check == "input"]
+        if inputs:
+            self.input_problems += sum(1 for f in inputs if f.severity == "error")
+            room = MAX_KEPT_INPUT_FINDINGS - len(self.input_findings)
+            self.input_findings.extend(inputs[: max(room, 0)])
 
     def process(self, batch: Batch) -> list[Finding]:
         """Run one batch through every check; returns its findings (sinks are the drivers')."""

@@ -191,6 +191,9 @@ class EvaluationResult:
         findings: the findings, in call order.
         input_error: the input error that ended reading early, if any.
         failed_tools: ``(tool, failures)`` by most failures, ties in first-failure order.
+        input_findings: the readers' findings (a malformed line, an item of the wrong shape),
+            the first ones.
+        input_problems: how many of the readers' findings were errors (input skipped).
     """
 
     DEFAULT_WEIGHTS: ClassVar[dict[str, float]] = dict(DEFAULT_WEIGHTS)
@@ -206,6 +209,8 @@ class EvaluationResult:
         findings: Sequence[Finding] = (),
         input_error: InputError | None = None,
         failed_tools: Sequence[tuple[str, int]] = (),
+        input_findings: Sequence[Finding] = (),
+        input_problems: int = 0,
     ) -> None:
         self.metrics = metrics
         self._weights = dict(weights)
@@ -215,6 +220,11 @@ class EvaluationResult:
         self._findings = list(findings)
         self._input_error = input_error
         self.failed_tools = list(failed_tools)
+        self.input_findings = list(input_findings)
+        """The readers' findings, the first ones (see :attr:`input_problems`)."""
+        self.input_problems = input_problems
+        """How many parts of the trace were skipped as unreadable (a malformed JSON line, an
+        item that is not a call of the format), counted over the whole trace."""
 
     def __repr__(self) -> str:
         state = "" if self.complete else ", incomplete"
@@ -277,8 +287,9 @@ class EvaluationResult:
     def to_dict(self) -> dict[str, Any]:
         """The JSON record (Toolscore's ``schema_version`` 2 layout), strict-JSON safe.
 
-        One addition: when reading stopped at an input error, a top-level ``"incomplete"`` key
-        holds the error (``type``, ``path``, ``line``, ``offset``, ``message``).
+        Two additions: when reading stopped at an input error, a top-level ``"incomplete"``
+        key holds the error (``type``, ``path``, ``line``, ``offset``, ``message``); when parts
+        of the trace were skipped as unreadable, ``"input_problems"`` counts them.
         """
         actual = [] if self.trace_calls is None else [call_record(c) for c in self.trace_calls]
         record: dict[str, Any] = {
@@ -297,6 +308,8 @@ class EvaluationResult:
         }
         if self._input_error is not None:
             record["incomplete"] = json_safe(self._input_error.to_json())
+        if self.input_problems:
+            record["input_problems"] = self.input_problems
         return record
 
     def behavior_findings(self) -> list[tuple[str, str]]:
@@ -357,6 +370,8 @@ def reduce(
     trace_calls_count: int,
     findings: Sequence[Finding] = (),
     input_error: InputError | None = None,
+    input_findings: Sequence[Finding] = (),
+    input_problems: int = 0,
     include_extras: bool = False,
 ) -> EvaluationResult:
     """Merge the finished checks' metrics into one result, in Toolscore's key order.
@@ -374,6 +389,7 @@ def reduce(
         trace_calls_count: how many trace calls were read.
         findings: the findings kept by the pipeline.
         input_error: the error that ended reading, if any.
+        input_findings, input_problems: the readers' findings kept, and their errors counted.
         include_extras: add ``latency_metrics``/``cost_metrics`` (file traces, as
             Toolscore's ``evaluate_trace``).
     """
@@ -413,4 +429,6 @@ def reduce(
         findings=findings,
         input_error=input_error,
         failed_tools=failed,
+        input_findings=input_findings,
+        input_problems=input_problems,
     )

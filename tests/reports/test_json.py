@@ -79,6 +79,7 @@ def test_summary(tmp_path: Path) -> None:
         "secrets": 1,
         "complete": True,
         "input_error": None,
+        "input_problems": 0,
     }
 
 

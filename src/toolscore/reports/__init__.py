@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ReportResult",
     "failed_calls",
+    "input_lines",
     "number",
     "required_counts",
     "secret_count",
@@ -51,6 +52,10 @@ class ReportResult(Protocol):
     def findings(self) -> Sequence[Finding]: ...
     @property
     def input_error(self) -> InputError | None: ...
+    @property
+    def input_findings(self) -> Sequence[Finding]: ...
+    @property
+    def input_problems(self) -> int: ...
     @property
     def metrics(self) -> Mapping[str, Any]: ...
     @property
@@ -92,3 +97,12 @@ def required_counts(result: ReportResult) -> tuple[int, int] | None:
         return None
     total = len(result.gold_calls)
     return round(recall * total), total
+
+
+def input_lines(result: ReportResult) -> tuple[list[tuple[str, str]], int]:
+    """The readers' findings as ``(severity, message)`` lines (a malformed line, an item that
+    is not a call, an empty input), and how many more input errors were counted than kept."""
+    kept = list(result.input_findings)
+    lines: list[tuple[str, str]] = [(f.severity, f.message) for f in kept]
+    hidden = result.input_problems - sum(1 for f in kept if f.severity == "error")
+    return lines, max(hidden, 0)

@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..redact import redact_secrets
-from . import ReportResult, number, required_counts, section, verdict_word
+from . import ReportResult, input_lines, number, required_counts, section, verdict_word
 from ._issues import top_issues
 
 __all__ = ["MAX_FINDING_LINES", "MAX_ISSUES", "EvalSummary", "make_console", "score_style"]
@@ -115,6 +115,7 @@ class EvalSummary:
         yield from self._required()
         yield from self._issues()
         yield from self._behavior()
+        yield from self._input()
         yield from self._incomplete()
         if not self.verbose:
             yield Text("Use --verbose for detailed metrics and failure analysis.", style="dim")
@@ -247,16 +248,27 @@ class EvalSummary:
 
     def _behavior(self) -> Iterator[Text]:
         findings = self.result.behavior_findings()
-        if not findings:
-            return
         ordered = sorted(findings, key=lambda f: _SEVERITY_RANK.get(f[0], 3))
-        yield Text("Behavior and safety", style="bold")
-        for severity, message in ordered[: self.max_findings]:
+        yield from self._findings("Behavior and safety", ordered)
+
+    def _input(self) -> Iterator[Text]:
+        lines, hidden = input_lines(self.result)
+        yield from self._findings("Input", lines, hidden)
+
+    def _findings(
+        self, title: str, lines: list[tuple[str, str]], hidden: int = 0
+    ) -> Iterator[Text]:
+        """A titled list of ``(severity, message)`` lines, redacted, capped, with a count of
+        the rest (``hidden`` more were counted but not kept)."""
+        if not lines:
+            return
+        yield Text(title, style="bold")
+        for severity, message in lines[: self.max_findings]:
             line = Text("  ")
             line.append(f"{severity.upper():<7}", style=_SEVERITY_STYLE.get(severity, ""))
             line.append(f"  {redact_secrets(message)}")
             yield line
-        rest = len(ordered) - self.max_findings
+        rest = max(len(lines) - self.max_findings, 0) + hidden
         if rest > 0:
             yield Text(f"  ... and {rest} more (see the JSON report)", style="dim")
         yield Text()

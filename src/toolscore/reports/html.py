@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ..redact import redact_secrets
-from . import ReportResult, failed_calls, number, required_counts, section
+from . import ReportResult, failed_calls, input_lines, number, required_counts, section
 from ._issues import top_issues
 
 __all__ = ["MAX_LIST", "render_html", "write_html"]
@@ -68,6 +68,21 @@ def _list_items(items: list[str]) -> str:
     return "".join(shown)
 
 
+def _finding_list(lines: list[tuple[str, str]], hidden: int = 0) -> list[str]:
+    """``(severity, message)`` lines as a capped HTML list (``hidden`` more counted)."""
+    out = ['<ul class="findings">']
+    for severity, message in lines[:MAX_LIST]:
+        sev = _t(severity)
+        out.append(
+            f'<li><span class="sev sev-{sev}">{_t(severity.upper())}</span> {_t(message)}</li>'
+        )
+    rest = max(len(lines) - MAX_LIST, 0) + hidden
+    if rest:
+        out.append(f"<li>... and {rest} more (see the JSON report)</li>")
+    out.append("</ul>")
+    return out
+
+
 def render_html(result: ReportResult, *, now: datetime | None = None) -> str:
     """The HTML report as one (redacted, escaped) string.
 
@@ -113,20 +128,16 @@ def render_html(result: ReportResult, *, now: datetime | None = None) -> str:
             f"{result.trace_calls_count} calls read before it</p>"
         )
 
+    lines, hidden = input_lines(result)
+    if lines:
+        parts += ["<h2>Input</h2>", *_finding_list(lines, hidden)]
+
     parts.append("<h2>Behavior and Safety</h2>")
     findings = sorted(result.behavior_findings(), key=lambda f: _RANK.get(f[0], 3))
     if not findings:
         parts.append("<p>No failed calls, credentials or forbidden calls found.</p>")
     else:
-        parts.append('<ul class="findings">')
-        for severity, message in findings[:MAX_LIST]:
-            sev = _t(severity)
-            parts.append(
-                f'<li><span class="sev sev-{sev}">{_t(severity.upper())}</span> {_t(message)}</li>'
-            )
-        if len(findings) > MAX_LIST:
-            parts.append(f"<li>... and {len(findings) - MAX_LIST} more (see the JSON report)</li>")
-        parts.append("</ul>")
+        parts += _finding_list(findings)
 
     efficiency = section(metrics, "efficiency_metrics")
     redundant = number(efficiency.get("redundant_rate"))

@@ -253,6 +253,7 @@ def summary(result: ReportResult, record: Mapping[str, Any]) -> dict[str, Any]:
         "secrets": secret_count(result),
         "complete": error is None,
         "input_error": None if error is None else error.to_json(),
+        "input_problems": result.input_problems,
     }
 
 

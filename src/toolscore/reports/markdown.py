@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ..redact import redact_secrets
-from . import ReportResult, failed_calls, number, required_counts, section
+from . import ReportResult, failed_calls, input_lines, number, required_counts, section
 from ._issues import top_issues
 
 __all__ = ["MAX_LIST", "compact_metrics", "render_markdown", "write_markdown"]
@@ -78,6 +78,18 @@ def _json(value: Any) -> str:
     ).decode()
 
 
+def _finding_list(lines: list[tuple[str, str]], hidden: int = 0) -> list[str]:
+    """``(severity, message)`` lines as a capped Markdown list (``hidden`` more counted)."""
+    out = [
+        f"- {_ICON.get(severity, '⚪')} **{severity}**: {md_text(message)}"
+        for severity, message in lines[:MAX_LIST]
+    ]
+    rest = max(len(lines) - MAX_LIST, 0) + hidden
+    if rest:
+        out.append(f"- ... and {rest} more (see the JSON report)")
+    return out
+
+
 def render_markdown(result: ReportResult, *, now: datetime | None = None) -> str:
     """The Markdown report as one (redacted) string.
 
@@ -115,15 +127,15 @@ def render_markdown(result: ReportResult, *, now: datetime | None = None) -> str
         out.append(f"| {name} | {value * 100:.2f}% | {_status(value)} |")
     out.append("")
 
+    lines, hidden = input_lines(result)
+    if lines:
+        out += ["## 📥 Input", "", *_finding_list(lines, hidden), ""]
+
     out += ["## 🛡️ Behavior and Safety", ""]
     findings = sorted(result.behavior_findings(), key=lambda f: _RANK.get(f[0], 3))
     if not findings:
         out.append("No failed calls, credentials or forbidden calls found.")
-    for severity, message in findings[:MAX_LIST]:
-        out.append(f"- {_ICON.get(severity, '⚪')} **{severity}**: {md_text(message)}")
-    if len(findings) > MAX_LIST:
-        out.append(f"- ... and {len(findings) - MAX_LIST} more (see the JSON report)")
-    out.append("")
+    out += [*_finding_list(findings), ""]
 
     issues, total = top_issues(metrics, 8)
     if issues:
