@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json as _stdlib_json
 import os
+import queue
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,9 @@ __all__ = ["CallSpool", "FindingSpool", "JsonReport", "dumps", "summary", "write
 _Self = TypeVar("_Self", bound="_Closing")
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 _CHUNK = 1 << 20
+_QUEUED = 4
+"""Writes queued for a :class:`_Writer` at most (a batch makes two: its records and a
+separator; a batch's records are about a megabyte)."""
 _OWN_KEYS = frozenset({"timestamp", "summary", "findings"})
 
 
@@ -81,6 +85,61 @@ class _Closing:
         self.close()
 
 
+class _Writer:
+    """Appends to a file from a thread of its own, so that the kernel's share of a write
+    (copying into the page cache, faulting its pages in) runs beside the reading instead of
+    after it: ``write()`` waits only when :data:`_QUEUED` writes are already queued, which
+    bounds the memory held.
+
+    The thread starts at the first write, not before: a trace read in parts forks its
+    processes first, and a process that forks should have no other thread. Before anyone
+    else touches the file (seek, tell, copy), :meth:`drain` waits for the queued writes and
+    raises the first error one of them met.
+    """
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+        self._queue: queue.Queue[bytes | memoryview | None] = queue.Queue(_QUEUED)
+        self._thread: threading.Thread | None = None
+        self._error: OSError | None = None
+
+    def write(self, data: bytes | memoryview) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="toolscore-writer")
+            self._thread.daemon = True
+            self._thread.start()
+        self._queue.put(data)
+
+    def _run(self) -> None:
+        while True:
+            data = self._queue.get()
+            try:
+                if data is None:
+                    return
+                if self._error is None:
+                    self.file.write(data)
+            except OSError as exc:
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def drain(self) -> None:
+        """Wait for every queued write; raise the first error met."""
+        if self._thread is not None:
+            self._queue.join()
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        """End the thread (queued writes are done first); errors are not raised here."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+
 class _LineSpool(_Closing):
     """A temporary file of JSON records, each written with the separator that follows it in
     the report, so that the report takes the file as it is (in the kernel, with
@@ -101,6 +160,7 @@ class _LineSpool(_Closing):
         self._file: IO[bytes] = (
             tempfile.TemporaryFile(dir=directory) if path is None else open(path, "w+b")
         )
+        self._writer = _Writer(self._file)
         self._parts: list[IO[bytes]] = []
         self.count = 0
         self.directory: str | None = None if directory is None else os.fspath(directory)
@@ -112,7 +172,7 @@ class _LineSpool(_Closing):
         separator."""
         if records:
             separator = self.separator
-            write = self._file.write
+            write = self._writer.write
             write(separator.join(records))
             write(separator)
             self.count += len(records)
@@ -122,6 +182,7 @@ class _LineSpool(_Closing):
 
     def flush(self) -> None:
         """Flush the spool file (for another process to adopt it by path)."""
+        self._writer.drain()
         self._file.flush()
 
     def adopt(self, path: str | os.PathLike[str], count: int) -> None:
@@ -138,6 +199,7 @@ class _LineSpool(_Closing):
                 _copy(fh, out, size)
 
     def _files(self) -> list[tuple[IO[bytes], int]]:
+        self._writer.drain()
         files = []
         for fh in (self._file, *self._parts):
             fh.flush()
@@ -155,6 +217,7 @@ class _LineSpool(_Closing):
 
     def close(self) -> None:
         """Delete the temporary file."""
+        self._writer.stop()
         self._file.close()
         for fh in self._parts:
             fh.close()
@@ -225,7 +288,7 @@ class CallSpool(_LineSpool):
 
     def take_columns(self, columns: Columns) -> None:
         """Spool a batch given as columns (a decoded block writes its records in one C call)."""
-        self.count += columns.write_records(self._file.write, self.separator)
+        self.count += columns.write_records(self._writer.write, self.separator)
 
 
 class FindingSpool(_LineSpool):
@@ -305,13 +368,15 @@ class JsonReport(_Closing):
         self._out.write(b',\n    "actual": [\n      ')
         self._start = self._out.tell()
         """Where the calls begin."""
+        self._writer = _Writer(self._out)
+        """Writes the calls' records; :meth:`_wait` drains it before the file is touched."""
         self._done = False
         self._copies: list[threading.Thread] = []
         self._copy_error: OSError | None = None
 
     def _write_records(self, records: list[bytes]) -> None:
         if records:
-            write = self._out.write
+            write = self._writer.write
             write(self.separator.join(records))
             write(self.separator)
             self.count += len(records)
@@ -321,7 +386,7 @@ class JsonReport(_Closing):
 
     def take_columns(self, columns: Columns) -> None:
         """Write a batch given as columns (a decoded block encodes its records in C)."""
-        self.count += columns.write_records(self._out.write, self.separator)
+        self.count += columns.write_records(self._writer.write, self.separator)
 
     def adopt(self, path: str | os.PathLike[str], count: int) -> None:
         """Append ``count`` records spooled elsewhere (a part read by another process).
@@ -332,6 +397,7 @@ class JsonReport(_Closing):
         """
         if not count:
             return
+        self._writer.drain()
         src = os.open(path, os.O_RDONLY)
         size = os.fstat(src).st_size
         out = self._out
@@ -355,6 +421,7 @@ class JsonReport(_Closing):
             os.close(src)
 
     def _wait(self) -> None:
+        self._writer.drain()
         for thread in self._copies:
             thread.join()
         self._copies = []
@@ -382,6 +449,8 @@ class JsonReport(_Closing):
             calls = record.get("calls")
             if isinstance(calls, Mapping):
                 self._write_records([record_bytes(c) for c in calls.get("actual", [])])
+        self._writer.drain()
+        self._writer.stop()
         if self.count:
             out.seek(-len(self.separator), os.SEEK_END)
             out.truncate()
@@ -429,6 +498,7 @@ class JsonReport(_Closing):
     def close(self) -> None:
         """Delete the unfinished report (after :meth:`finish`, nothing to do)."""
         if not self._done:
+            self._writer.stop()
             for thread in self._copies:
                 thread.join()
             self._out.close()
@@ -457,10 +527,7 @@ def write_json_report(
     """
     with JsonReport(path, result.gold_calls) as report:
         if spool is not None and spool.count:
-            fh = spool._file
-            fh.flush()
-            _copy(fh, report._out, os.fstat(fh.fileno()).st_size)
-            for part in spool._parts:
-                _copy(part, report._out, os.fstat(part.fileno()).st_size)
+            for fh, size in spool._files():
+                _copy(fh, report._out, size)
             report.count += spool.count
         report.finish(result, findings=findings, now=now)
