@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
 import math
 from typing import Any
 
@@ -705,3 +707,227 @@ def test_nan_values_do_not_break_pairing() -> None:
     trace = [call("a", {"x": nan}), call("a", {"x": 1})]
     check = run(gold, trace)
     assert check.pairing() == ref_pairing(gold, trace, False)
+
+
+# -- the pairing against the big-int assignment it replaced -----------------------------------
+
+
+def old_min_cost_assignment(edges: list[list[tuple[int, int]]]) -> list[int]:
+    """The successive shortest paths on big integer costs that the pairing used before."""
+    n = len(edges)
+    u = [0] * n
+    v: dict[int, int] = {}
+    col_row: dict[int, int] = {}
+    row_col = [0] * n
+    for s in range(n):
+        dist: dict[int, int] = {}
+        pred: dict[int, int] = {}
+        done: dict[int, int] = {}
+        heap: list[tuple[int, int]] = []
+        for c, w in edges[s]:
+            d = w - u[s] - v.get(c, 0)
+            if c not in dist or d < dist[c]:
+                dist[c] = d
+                pred[c] = s
+                heapq.heappush(heap, (d, c))
+        sink: int | None = None
+        delta = 0
+        while heap:
+            d, c = heapq.heappop(heap)
+            if c in done or d != dist[c]:
+                continue
+            done[c] = d
+            r = col_row.get(c)
+            if r is None:
+                sink, delta = c, d
+                break
+            base = d - u[r]
+            for c2, w in edges[r]:
+                if c2 in done:
+                    continue
+                nd = base + w - v.get(c2, 0)
+                if c2 not in dist or nd < dist[c2]:
+                    dist[c2] = nd
+                    pred[c2] = r
+                    heapq.heappush(heap, (nd, c2))
+        assert sink is not None
+        u[s] += delta
+        for c, d in done.items():
+            if c != sink:
+                v[c] = v.get(c, 0) + d - delta
+                u[col_row[c]] += delta - d
+        c = sink
+        while True:
+            r = pred[c]
+            prev = row_col[r]
+            row_col[r] = c
+            col_row[c] = r
+            if r == s:
+                break
+            c = prev
+    return row_col
+
+
+def old_pair_tool(golds: list[list[tuple[int, int, int]]], m: int) -> list[int | None]:
+    """The pairing before: weight, then the preference in gold order, in one big integer."""
+    n = len(golds)
+    firsts = {cands[0][1] for cands in golds}
+    if len(firsts) == n and m >= n:
+        return [0] * n
+    base = n + 1
+    weight_unit = base**n
+    values: dict[tuple[int, int], int] = {}
+    scale = weight_unit
+    for p, cands in enumerate(golds):
+        scale //= base
+        rank_of = {pos: rank for rank, pos in enumerate(sorted(c[1] for c in cands), 1)}
+        for w, pos, _ in cands:
+            values[p, pos] = w * weight_unit - rank_of[pos] * scale
+    top = max(values.values())
+    by_gold = m >= n
+    rows: dict[int, list[tuple[int, int]]] = {}
+    for (p, pos), value in values.items():
+        row, col = (p, pos) if by_gold else (pos, p)
+        rows.setdefault(row, []).append((col, top - value))
+    keys = list(rows)
+    cols = old_min_cost_assignment([rows[k] for k in keys])
+    chosen: dict[int, int] = {}
+    for row, col in zip(keys, cols, strict=True):
+        p, pos = (row, col) if by_gold else (col, row)
+        chosen[p] = pos
+    out: list[int | None] = []
+    for p, cands in enumerate(golds):
+        taken = chosen.get(p)
+        out.append(None if taken is None else next(i for i, c in enumerate(cands) if c[1] == taken))
+    return out
+
+
+def ranked(cands: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    return sorted(cands, key=lambda c: (-c[0], c[1]))
+
+
+@st.composite
+def candidate_lists(
+    draw: st.DrawFn, max_n: int = 30, max_m: int = 30
+) -> tuple[list[list[tuple[int, int, int]]], int]:
+    """Candidate lists as the check builds them: with m >= n each gold keeps n trace calls
+    (its n best, or any n), with m < n all of them; weights with many ties."""
+    n = draw(st.integers(1, max_n))
+    m = draw(st.integers(1, max_m))
+    positions = list(
+        itertools.accumulate(draw(st.lists(st.integers(1, 3), min_size=m, max_size=m)))
+    )
+    top = draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        # Few kinds of gold and trace calls: whole rows and columns tie.
+        kinds = draw(st.integers(1, 4))
+        table = draw(st.lists(st.integers(0, top), min_size=kinds * kinds, max_size=kinds * kinds))
+        gk = draw(st.lists(st.integers(0, kinds - 1), min_size=n, max_size=n))
+        tk = draw(st.lists(st.integers(0, kinds - 1), min_size=m, max_size=m))
+        weight = [[table[gk[p] * kinds + tk[j]] for j in range(m)] for p in range(n)]
+    else:
+        flat = draw(st.lists(st.integers(0, top), min_size=n * m, max_size=n * m))
+        weight = [flat[p * m : (p + 1) * m] for p in range(n)]
+    any_n = m > n and draw(st.booleans())
+    golds = []
+    for p in range(n):
+        cands = [(weight[p][j], positions[j], (p + j) % 3) for j in range(m)]
+        if m >= n:
+            if any_n:
+                keep = draw(st.permutations(range(m)))[:n]
+                cands = [cands[j] for j in keep]
+            else:
+                cands = ranked(cands)[:n]
+        golds.append(ranked(cands))
+    return golds, m
+
+
+@settings(max_examples=400, deadline=None)
+@given(candidate_lists())
+def test_pair_tool_equals_big_int_assignment(
+    case: tuple[list[list[tuple[int, int, int]]], int],
+) -> None:
+    golds, m = case
+    assert expected_mod._pair_tool(golds, m) == old_pair_tool(golds, m)
+
+
+@settings(max_examples=200, deadline=None)
+@given(candidate_lists(max_n=12, max_m=12))
+def test_min_cost_assignment_duals(case: tuple[list[list[tuple[int, int, int]]], int]) -> None:
+    # The properties the pairing relies on: a complete assignment of the rows, and duals with
+    # reduced costs >= 0, 0 on the assigned edges, v <= 0, v == 0 on unassigned columns.
+    golds, m = case
+    rows = golds
+    if len(golds) > m:  # rows = trace calls, as _pair_tool has them
+        by_pos: dict[int, list[tuple[int, int, int]]] = {}
+        for p, cands in enumerate(golds):
+            for w, pos, _ in cands:
+                by_pos.setdefault(pos, []).append((w, p, 0))
+        rows = [sorted(r, reverse=True) for r in by_pos.values()]
+    top = max(c[0][0] for c in rows)
+    row_col, u, v = expected_mod._min_cost_assignment(rows, top)
+    assert len(set(row_col)) == len(rows)
+    for r, edges in enumerate(rows):
+        for w, c, _ in edges:
+            reduced = top - w - u[r] - v.get(c, 0)
+            assert reduced >= 0
+            assert reduced == 0 or row_col[r] != c
+        assert row_col[r] in {c for _, c, _ in edges}
+    assert all(d < 0 for d in v.values())
+    assert set(v) <= set(row_col)
+
+
+TIED_ARGS = [None, {}, {"x": 1}, {"y": 1}, {"x": 1, "y": 1}, {"x": 2, "y": 1}, {"x": 1, "y": 2}]
+
+
+@st.composite
+def tied_calls(draw: st.DrawFn, max_size: int, extra: list[Any]) -> list[ToolCall]:
+    size = draw(st.integers(0, max_size))
+    tools = st.sampled_from(["a", "a", "a", "b"])
+    return [call(draw(tools), draw(st.sampled_from(TIED_ARGS + extra))) for _ in range(size)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(tied_calls(8, []), tied_calls(12, [{"x": 1, "y": 1, "z": 0}, {"z": 0}]))
+def test_pairing_heavy_ties_equals_reference(gold: list[ToolCall], trace: list[ToolCall]) -> None:
+    # Weights 0, 1 or 2 everywhere: the preference in gold order decides most pairs.
+    check = run(gold, trace)
+    assert check.pairing() == ref_pairing(gold, trace, False)
+    assert check.metrics()["argument_metrics"] == ref_arguments(gold, trace, False)
+
+
+def test_2000_golds_many_colliding_best_candidates() -> None:
+    # Gold i matches both args of trace j when j % 700 == i, else only "a": the 700 first
+    # golds all want trace calls 0..699 first, the 1300 others tie everywhere. The most weight
+    # gives each gold i < 700 one of its own trace calls (2 args) and every other gold 1 arg:
+    # 700 * 2 + 1300 = 2700 of 4000. In gold order each then takes the earliest it can: i.
+    gold = [call("a", {"a": 1, "b": i}) for i in range(2000)]
+    trace = [call("a", {"a": 1, "b": j % 700}) for j in range(2000)]
+    check = run(gold, trace)
+    assert check.pairing() == {i: i for i in range(2000)}
+    m = check.metrics()["argument_metrics"]
+    assert m["recall"] == 2700 / 4000
+    assert m["precision"] == 2700 / 4000
+
+
+def test_2000_golds_300_trace_calls() -> None:
+    # All 300 trace calls are paired; 600 matched args need trace j with gold j for every j
+    # (any other pair matches only "a"); the golds from 300 on are left unpaired.
+    gold = [call("a", {"a": 1, "b": i}) for i in range(2000)]
+    trace = [call("a", {"a": 1, "b": j % 700}) for j in range(300)]
+    check = run(gold, trace)
+    assert check.pairing() == {i: i for i in range(300)}
+    m = check.metrics()["argument_metrics"]
+    assert m["recall"] == 600 / 4000
+    assert m["precision"] == 1.0
+    assert m["f1"] == 2 * 0.15 / 1.15
+
+
+def test_1000_identical_golds_999_trace_calls() -> None:
+    # Every pairing has 999 pairs of 1 arg: gold 0 skips (the others can take every trace
+    # call), then each gold takes the earliest trace call left.
+    gold = [call("a", {"a": 1}) for _ in range(1000)]
+    trace = [call("a", {"a": 1}) for _ in range(999)]
+    check = run(gold, trace)
+    assert check.pairing() == {i: i - 1 for i in range(1, 1000)}
+    assert check.metrics()["argument_metrics"]["recall"] == 999 / 1000
