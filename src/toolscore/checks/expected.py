@@ -45,8 +45,9 @@ import bisect
 import heapq
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
+from operator import add
 from typing import Any
 
 from ..calls import Batch, Finding, ToolCall
@@ -63,6 +64,8 @@ BIT_PARALLEL_MIN_GOLD = 2
 """Gold lengths from which the bit-parallel Levenshtein column is used (measured faster)."""
 
 _MISSING = object()
+_NO_ARGS: dict[str, Any] = {}
+"""The args of a call whose args are not a dict: they match no gold key."""
 _PLAIN = (str, int, float, bool, type(None))
 
 
@@ -221,26 +224,40 @@ def _rank(candidate: tuple[int, int, int]) -> tuple[int, int]:
     return (-candidate[0], candidate[1])
 
 
-def _lenient_weight(items: list[tuple[Any, Any]], args: dict[str, Any]) -> int:
-    w = 0
-    for key, expected in items:
-        actual = args.get(key, _MISSING)
-        if actual is _MISSING:
-            continue
-        if (expected.__class__ is actual.__class__ and expected == actual) or compare_values(
-            expected, actual
-        ):
-            w += 1
-    return w
+def _key_hits(expected: Any, values: list[Any], strict: bool) -> list[int]:
+    """1 where a trace call's value for one gold key matches ``expected``, else 0 (the key
+    missing is :data:`_MISSING`): Toolscore's comparison, a column at a time."""
+    if strict:
+        return [
+            1 if v is not _MISSING and compare_values(expected, v, strict=True) else 0
+            for v in values
+        ]
+    if expected.__class__ is str:  # the common case: equal, or equal once stripped
+        stripped = expected.strip()
+        return [
+            (1 if v == expected or v.strip() == stripped else 0)
+            if v.__class__ is str
+            else (1 if v is not _MISSING and compare_values(expected, v) else 0)
+            for v in values
+        ]
+    cls = expected.__class__
+    return [
+        1
+        if v is not _MISSING
+        and ((v.__class__ is cls and expected == v) or compare_values(expected, v))
+        else 0
+        for v in values
+    ]
 
 
-def _strict_weight(items: list[tuple[Any, Any]], args: dict[str, Any]) -> int:
-    w = 0
+def _weights(items: list[tuple[Any, Any]], dicts: list[dict[str, Any]], strict: bool) -> list[int]:
+    """Per trace call (its args as a dict, ``{}`` when they are not one), how many of the
+    gold ``items`` it matches."""
+    total: list[int] | None = None
     for key, expected in items:
-        actual = args.get(key, _MISSING)
-        if actual is not _MISSING and compare_values(expected, actual, strict=True):
-            w += 1
-    return w
+        hits = _key_hits(expected, [d.get(key, _MISSING) for d in dicts], strict)
+        total = hits if total is None else list(map(add, total, hits))
+    return total if total is not None else [0] * len(dicts)
 
 
 def _neg_weight(candidate: tuple[int, int, int]) -> int:
@@ -817,9 +834,6 @@ class ExpectedCheck(BaseCheck):
         self._details: list[dict[str, Any]] = []
         self._tail_omitted = 0
         self._still_needed = dict(self._gold_counts)
-        self._weigh: Callable[[list[tuple[Any, Any]], dict[str, Any]], int] = (
-            _strict_weight if strict else _lenient_weight
-        )
         self._groups: dict[str, list[_Group]] = {}
         self._group_of: list[_Group] = []
         self._build_groups()
@@ -882,9 +896,16 @@ class ExpectedCheck(BaseCheck):
             self._part.record(tools, args)
         live = self._live
         if live:
+            at: dict[str, list[int]] = {}
             for i, name in enumerate(tools):
-                tool_groups = live.get(name)
-                if tool_groups is not None and not self._offer(tool_groups, args[i], pos + i):
+                if name in live:
+                    found = at.get(name)
+                    if found is None:
+                        at[name] = [i]
+                    else:
+                        found.append(i)
+            for name, where in at.items():
+                if not self._offer(live[name], [args[i] for i in where], where, pos):
                     del live[name]
         self._calls = pos + cols.n
 
@@ -929,29 +950,44 @@ class ExpectedCheck(BaseCheck):
             }
         )
 
-    def _offer(self, tool_groups: list[_Group], args: Any, pos: int) -> bool:
-        """Offer trace call ``pos`` to the tool's gold groups; False once none can improve."""
-        plain = args if isinstance(args, dict) else None
-        count = -1
+    def _offer(
+        self, tool_groups: list[_Group], targs: list[Any], where: list[int], pos: int
+    ) -> bool:
+        """Offer a batch's calls of one tool (their args ``targs``, at batch positions
+        ``where``, the batch starting at trace position ``pos``) to the tool's gold groups,
+        in order; False once none of the groups can improve."""
+        dicts: list[dict[str, Any]] | None = None
         saturated = 0
         for group in tool_groups:
             cands = group.cands
-            full = len(cands) >= group.k
-            if full and cands[-1][0] >= group.max_weight:
+            k = group.k
+            if len(cands) >= k and cands[-1][0] >= group.max_weight:
                 saturated += 1  # nothing can beat the worst kept candidate, ever
                 continue
-            items = group.items
-            w = self._weigh(items, plain) if items and plain else 0
-            if full and w <= cands[-1][0]:
-                continue
-            if count < 0:
-                count = _arg_count(args)
-            i = len(cands)
-            while i and cands[i - 1][0] < w:
-                i -= 1
-            cands.insert(i, (w, pos, count))
-            if len(cands) > group.k:
-                cands.pop()
+            weights: list[int] | None = None
+            if group.items:
+                if dicts is None:
+                    dicts = [a if isinstance(a, dict) else _NO_ARGS for a in targs]
+                weights = _weights(group.items, dicts, self.strict)
+            if len(cands) < k:
+                offered: Iterable[int] = range(len(where))
+            elif weights is None:
+                continue  # all weigh 0: none beats a full list
+            else:  # only a call weighing more than the worst kept one can get in
+                worst = cands[-1][0]
+                offered = [j for j, w in enumerate(weights) if w > worst]
+            for j in offered:
+                w = 0 if weights is None else weights[j]
+                if len(cands) >= k and w <= cands[-1][0]:
+                    continue
+                i = len(cands)
+                while i and cands[i - 1][0] < w:
+                    i -= 1
+                cands.insert(i, (w, pos + where[j], _arg_count(targs[j])))
+                if len(cands) > k:
+                    cands.pop()
+            if len(cands) >= k and cands[-1][0] >= group.max_weight:
+                saturated += 1
         return saturated < len(tool_groups)
 
     def _feed_done(self, cols: Columns) -> None:
