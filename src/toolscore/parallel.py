@@ -47,6 +47,7 @@ __all__ = ["PARALLEL_MIN_BYTES", "Plan", "available_cpus", "mergeable", "plan", 
 PARALLEL_MIN_BYTES = 16 << 20
 """The smallest part worth a process of its own."""
 _CHUNK = 1 << 20
+"""What the plan reads at a time to detect the format and find line starts."""
 _FORK = "fork"
 
 
@@ -164,6 +165,7 @@ def _part_batches(
 ) -> Iterator[Batch]:
     """Part ``k`` read as JSON Lines, its calls numbered from ``calls``, its lines from
     ``lines``; ``newlines[0]`` counts the part's newlines on the way."""
+    from .sources._drive import CHUNK_SIZE
     from .sources.custom import CustomDialect
     from .sources.jsonl import JsonlDecoder
 
@@ -177,7 +179,7 @@ def _part_batches(
         f.seek(start)
         left = end - start
         while left > 0:
-            chunk = f.read(min(_CHUNK, left))
+            chunk = f.read(min(CHUNK_SIZE, left))
             if not chunk:
                 break
             left -= len(chunk)

@@ -39,7 +39,7 @@ _OPTIONS = orjson.OPT_NON_STR_KEYS
 _CHUNK = 1 << 20
 _QUEUED = 4
 """Writes queued for a :class:`_Writer` at most (a batch makes two: its records and a
-separator; a batch's records are about a megabyte)."""
+separator; a batch's records are a few hundred KB)."""
 _OWN_KEYS = frozenset({"timestamp", "summary", "findings"})
 
 

