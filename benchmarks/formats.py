@@ -4,7 +4,7 @@ For each format and layout below, a seeded trace of about ``--size`` bytes (and 
 ``--base-size``, 10 MB by default) is written as a stream under ``benchmarks/data/``, then read
 in a fresh interpreter (``sys.executable -c ...``) that counts the calls
 ``toolscore.sources.iter_batches(path, format="auto")`` yields. The parent measures the wall
-time and the child's peak RSS (``os.wait4`` ``ru_maxrss``). The detected format and the call
+time and the child's peak RSS (its own ``VmHWM``). The detected format and the call
 count must be exactly what was written; anything else fails the run.
 
 Formats and layouts:
@@ -590,12 +590,22 @@ for batch in iter_batches(sys.argv[1], format="auto"):
     if batch.error is not None:
         error = str(batch.error)
 seconds = time.perf_counter() - start
+# This process's own peak RSS: VmHWM belongs to the address space made at exec. (wait4's
+# ru_maxrss would also count the parent's pages at the fork before that exec.)
+with open("/proc/self/status") as status:
+    hwm = [int(line.split()[1]) for line in status if line.startswith("VmHWM:")]
 print(json.dumps({"calls": calls, "done": done, "findings": findings, "error": error,
-                  "seconds": seconds, "detected": decided[-1] if decided else None}))
+                  "seconds": seconds, "detected": decided[-1] if decided else None,
+                  "hwm_kb": hwm[0] if hwm else None}))
 """
 
 #: The interpreter with toolscore.sources imported and nothing read: the RSS floor.
-BASELINE = "import toolscore.sources, toolscore.sources.detect; print('{}')"
+BASELINE = (
+    "import json, toolscore.sources, toolscore.sources.detect\n"
+    "with open('/proc/self/status') as s:\n"
+    "    hwm = [int(x.split()[1]) for x in s if x.startswith('VmHWM:')]\n"
+    "print(json.dumps({'hwm_kb': hwm[0] if hwm else None}))"
+)
 
 
 @dataclass
@@ -640,7 +650,8 @@ class Run:
 
 def run_child(code: str, *args: str) -> tuple[dict[str, Any], float, float]:
     """Run ``sys.executable -c code args``; return its JSON output, wall seconds and peak RSS
-    in MB (``os.wait4`` on that process alone)."""
+    in MB: the ``hwm_kb`` it reports (its own ``VmHWM``), else ``os.wait4``'s ``ru_maxrss``,
+    which on Linux is never below this process's own RSS at the fork."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=out, stderr=err)
@@ -652,7 +663,8 @@ def run_child(code: str, *args: str) -> tuple[dict[str, Any], float, float]:
         if proc.returncode != 0:
             raise RuntimeError(f"reader subprocess failed:\n{err.read().decode(errors='replace')}")
         info: dict[str, Any] = json.loads(out.read())
-    return info, wall, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
+    kib = info.get("hwm_kb") or usage.ru_maxrss  # both in KiB on Linux
+    return info, wall, kib / 1024
 
 
 def measure(path: Path, case: Case, written: int, size_label: str) -> Run:
@@ -784,7 +796,7 @@ def main(argv: list[str] | None = None) -> int:
         f"--base-size {args.base_size} --seed {args.seed}`",
         "- reader: `toolscore.sources.iter_batches(path, format='auto')` in a fresh "
         "interpreter, counting calls; MB/s timed inside it (start-up excluded); peak RSS of "
-        "that process from `os.wait4` (start-up and imports included)",
+        "that process (its own VmHWM, start-up and imports included)",
         f"- floor: the interpreter with `toolscore.sources` imported peaks at {floor:.1f} MB",
         "- every run detected the expected format and read exactly the calls written"
         if not failures

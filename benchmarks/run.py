@@ -296,7 +296,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=HERE / "data")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--repeat", type=int, default=1, help="runs of each measurement; the fastest counts"
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds of raw parse and evals; the fastest of each counts",
     )
     parser.add_argument("--eval-args", default="", help="extra arguments for toolscore eval")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile top 25")
