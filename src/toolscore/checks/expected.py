@@ -556,19 +556,28 @@ def _first_in_gold_order(
         explored = [src]
         mark[src] = sid
         queue = [z]
+
+        def reach(y: int, via: int) -> None:
+            explored.append(y)
+            mark[y] = sid
+            parent[y] = via
+
+        def found(last: int) -> bool:
+            """The path ends: ``last`` steps to ``target``; what was reached is back in
+            ``cls`` (it may reach the target)."""
+            parent[target] = last
+            for y in explored:
+                mark[y] = cls
+            return True
+
         if src != z:
             first = pos_gold.get(~src, z)
             if mark.get(first, 0) != cls:
                 return False
-            explored.append(first)
-            mark[first] = sid
-            parent[first] = src
+            reach(first, src)
             queue[0] = first
             if first in goals:
-                parent[target] = first
-                for y in explored:
-                    mark[y] = cls
-                return True
+                return found(first)
         for x in queue:  # breadth first: the queue grows as it is read
             if x != z:
                 own = gold_pos[x]
@@ -576,37 +585,23 @@ def _first_in_gold_order(
                     y = ~q
                     if q == own or mark.get(y, 0) != cls:
                         continue
-                    explored.append(y)
-                    mark[y] = sid
-                    parent[y] = x
+                    reach(y, x)
                     g = pos_gold.get(q, z)  # q's gold, or z when q is unpaired
                     if g > p and mark.get(g, 0) == cls:  # settled golds are left out
-                        explored.append(g)
-                        mark[g] = sid
-                        parent[g] = y
+                        reach(g, y)
                         if g in goals:
-                            parent[target] = g
-                            for y in explored:
-                                mark[y] = cls
-                            return True
+                            return found(g)
                         queue.append(g)
                 if own >= 0 and not gold_forced[x] and mark.get(z, 0) == cls:
-                    explored.append(z)
-                    mark[z] = sid
-                    parent[z] = x
+                    reach(z, x)
                     queue.append(z)
                 continue
             for i in range(bisect.bisect_right(z_golds, p), len(z_golds)):
                 g = z_golds[i]
                 if gold_pos[g] < 0 and mark.get(g, 0) == cls:
-                    explored.append(g)
-                    mark[g] = sid
-                    parent[g] = z
+                    reach(g, z)
                     if g in goals:
-                        parent[target] = g
-                        for y in explored:
-                            mark[y] = cls
-                        return True
+                        return found(g)
                     queue.append(g)
             for q in z_pos:
                 g = pos_gold.get(q, -1)
@@ -614,24 +609,14 @@ def _first_in_gold_order(
                     continue  # unpaired, or paired with a settled gold
                 y = ~q
                 if y == target:
-                    parent[y] = z
-                    for y in explored:
-                        mark[y] = cls
-                    return True
+                    return found(z)
                 if mark.get(y, 0) != cls:
                     continue
-                explored.append(y)
-                mark[y] = sid
-                parent[y] = z
+                reach(y, z)
                 if mark.get(g, 0) == cls:
-                    explored.append(g)
-                    mark[g] = sid
-                    parent[g] = y
+                    reach(g, y)
                     if g in goals:
-                        parent[target] = g
-                        for y in explored:
-                            mark[y] = cls
-                        return True
+                        return found(g)
                     queue.append(g)
         return False
 
