@@ -221,3 +221,56 @@ def test_adopted_parts_copy_without_copy_file_range(
                 report.adopt(tmp_path / "part", part.count)
                 report.finish(make_result(count=30))
             assert read(path)["calls"]["actual"] == [call_record(c) for c in calls]  # type: ignore[index]
+
+
+class _FailingFile:
+    """A file whose writes fail after the first ``ok`` of them (a disk that fills up)."""
+
+    def __init__(self, ok: int) -> None:
+        self.ok = ok
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes | memoryview) -> int:
+        if len(self.written) >= self.ok:
+            raise OSError(28, "No space left on device")
+        self.written.append(bytes(data))
+        return len(data)
+
+
+def test_writer_thread_keeps_order_and_starts_at_the_first_write(tmp_path: Path) -> None:
+    with open(tmp_path / "out", "w+b") as fh:
+        writer = report_json._Writer(fh)
+        assert writer._thread is None  # nothing started before a write: safe to fork
+        for i in range(200):
+            writer.write(b"%d," % i)
+        writer.drain()
+        writer.stop()
+        assert writer._thread is None
+    text = (tmp_path / "out").read_bytes()
+    assert text == b"".join(b"%d," % i for i in range(200))
+
+
+def test_writer_thread_error_reaches_the_caller() -> None:
+    target = _FailingFile(ok=3)
+    writer = report_json._Writer(target)  # type: ignore[arg-type]
+    for i in range(3):
+        writer.write(b"x%d" % i)
+    writer.drain()  # the three that fit
+    writer.write(b"y")  # fails in the thread
+    with pytest.raises(OSError, match="No space left"):
+        writer.drain()
+    with pytest.raises(OSError, match="No space left"):
+        writer.write(b"z")  # and every later write says so at once
+    writer.stop()
+    assert target.written == [b"x0", b"x1", b"x2"]
+
+
+def test_full_disk_while_the_report_is_written_is_one_clear_error(tmp_path: Path) -> None:
+    report = JsonReport(tmp_path / "out.json")
+    report._writer = report_json._Writer(_FailingFile(ok=0))  # type: ignore[arg-type]
+    with report:
+        report(trace_calls(5))
+        with pytest.raises(OSError, match="No space left"):
+            report.finish(make_result())
+    assert not (tmp_path / "out.json").exists()
+    assert list(tmp_path.iterdir()) == []  # the unfinished report is removed
