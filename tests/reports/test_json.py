@@ -274,3 +274,21 @@ def test_full_disk_while_the_report_is_written_is_one_clear_error(tmp_path: Path
             report.finish(make_result())
     assert not (tmp_path / "out.json").exists()
     assert list(tmp_path.iterdir()) == []  # the unfinished report is removed
+
+
+def test_writer_thread_survives_an_unexpected_error() -> None:
+    # A closed file raises ValueError, not OSError: the thread keeps draining (a dead thread
+    # would leave write() blocked on a full queue for ever), and the caller sees the error.
+    class Closed:
+        def write(self, data: bytes | memoryview) -> int:
+            raise ValueError("I/O operation on closed file")
+
+    writer = report_json._Writer(Closed())  # type: ignore[arg-type]
+    for _ in range(report_json._QUEUED * 3):
+        try:
+            writer.write(b"x")
+        except ValueError:
+            break
+    with pytest.raises(ValueError, match="closed file"):
+        writer.drain()
+    writer.stop()

@@ -101,7 +101,7 @@ class _Writer:
         self.file = file
         self._queue: queue.Queue[bytes | memoryview | None] = queue.Queue(_QUEUED)
         self._thread: threading.Thread | None = None
-        self._error: OSError | None = None
+        self._error: Exception | None = None
 
     def write(self, data: bytes | memoryview) -> None:
         if self._error is not None:
@@ -120,7 +120,7 @@ class _Writer:
                     return
                 if self._error is None:
                     self.file.write(data)
-            except OSError as exc:
+            except Exception as exc:  # kept for the caller; the thread must live on to drain
                 self._error = exc
             finally:
                 self._queue.task_done()
