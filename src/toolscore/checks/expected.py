@@ -25,9 +25,10 @@ alternating cycles among the optimal pairings). Measured with best candidates co
 (gold ``{"a": 1, "b": i}``, trace ``{"a": 1, "b": j % 700}``): 0.02 s for 500 distinct gold
 calls of one tool against 500 trace calls (28 s before), 0.25 s for 2000 against 2000 (before:
 killed, out of memory, after 2 minutes), 0.17 s for 2000 against 300 (15 s before); building
-the 2000 x 2000 candidate lists takes 3.4 s. Denser ties cost more: 2.6 s for 2000 against
-2000 and 8 s for 2000 against 1999 when the weights depend only on which of six kinds the gold
-call and the trace call are.
+the 2000 x 2000 candidate lists takes 3-4 s (every trace call enters the lists of all 2000
+gold calls until they fill). Denser ties cost more: 2.6 s for 2000 against 2000 and 8 s for
+2000 against 1999 when the weights depend only on which of six kinds the gold call and the
+trace call are.
 
 Differences from Toolscore, all deliberate:
 
