@@ -25,7 +25,7 @@ from ._signature import Canonical, canonical_many
 from .calls import Location, ToolCall
 from .result import call_record, json_safe
 
-__all__ = ["Columns", "ListColumns", "call_json", "record_bytes"]
+__all__ = ["Columns", "ListColumns", "call_json", "record_bytes", "write_joined"]
 
 
 class Columns(ABC):
@@ -85,11 +85,7 @@ class Columns(ABC):
 
     def write_records(self, write: Callable[[bytes | memoryview], object], separator: bytes) -> int:
         """Write every call's record, each followed by ``separator``; returns how many."""
-        records = self.records()
-        if records:
-            write(separator.join(records))
-            write(separator)
-        return len(records)
+        return write_joined(write, self.records(), separator)
 
     def sigs(self) -> list[bytes]:
         """Every call's canonical arguments (:func:`~toolscore._signature.canonical_args`),
@@ -172,6 +168,17 @@ def _is_number(value: Any) -> bool:
 
 
 # -- the JSON record of a call -------------------------------------------------------------------
+
+
+def write_joined(
+    write: Callable[[bytes | memoryview], object], records: list[bytes], separator: bytes
+) -> int:
+    """Write ``records`` (JSON texts on one line each), each followed by ``separator``, in
+    two writes; returns how many."""
+    if records:
+        write(separator.join(records))
+        write(separator)
+    return len(records)
 
 
 def record_bytes(value: Any) -> bytes:

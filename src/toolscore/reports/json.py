@@ -28,7 +28,7 @@ from typing import IO, Any, TypeVar
 import orjson
 
 from ..calls import Finding, ToolCall
-from ..columns import Columns, call_json, record_bytes
+from ..columns import Columns, call_json, record_bytes, write_joined
 from ..result import expected_record, json_safe
 from . import ReportResult, failed_calls, secret_count
 
@@ -170,12 +170,7 @@ class _LineSpool(_Closing):
     def _write_records(self, records: list[bytes]) -> None:
         """Spool records given as JSON texts (no newline inside), each followed by the
         separator."""
-        if records:
-            separator = self.separator
-            write = self._writer.write
-            write(separator.join(records))
-            write(separator)
-            self.count += len(records)
+        self.count += write_joined(self._writer.write, records, self.separator)
 
     def _append(self, records: list[Any]) -> None:
         self._write_records([dumps(record) for record in records])
@@ -375,11 +370,7 @@ class JsonReport(_Closing):
         self._copy_error: OSError | None = None
 
     def _write_records(self, records: list[bytes]) -> None:
-        if records:
-            write = self._writer.write
-            write(self.separator.join(records))
-            write(self.separator)
-            self.count += len(records)
+        self.count += write_joined(self._writer.write, records, self.separator)
 
     def __call__(self, calls: list[ToolCall]) -> None:
         self._write_records(list(map(call_json, calls)))
