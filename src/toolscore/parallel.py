@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .calls import Batch, Finding
+from .calls import Batch, Finding, FindingRow
 from .checks._base import BaseCheck
 from .errors import InputError
 from .pipeline import Pipeline, emit_sync, feed_sync, finding_order
@@ -225,7 +225,7 @@ def _read_part(
         with open(findings_path, "wb") as out:
 
             def keep(found: list[Finding]) -> None:
-                pickle.dump(found, out, pickle.HIGHEST_PROTOCOL)
+                pickle.dump([f.row() for f in found], out, pickle.HIGHEST_PROTOCOL)
 
             pipeline = Pipeline(checks, on_finding=keep, on_calls=spool)
             feed_sync(pipeline, _part_batches(plan, k, 0, 0, advance, newlines))
@@ -338,6 +338,11 @@ def _receive(process: Any, receive: Any) -> _PartResult | str:
 
 
 def _merge(pipeline: Pipeline, part: _PartResult, calls: int, lines: int) -> None:
+    sink = pipeline.on_calls
+    if sink is not None and part.spool is not None:
+        # first: a report copies the spool in the kernel, in a thread, while the findings
+        # below are merged
+        sink.adopt(part.spool, part.spooled)  # type: ignore[attr-defined]
     by_name = {check.name: check for check in pipeline.checks}
     pending: list[Finding] = []  # what only the merge shows: a retry across the boundary
     for name, state in part.states.items():
@@ -349,10 +354,10 @@ def _merge(pipeline: Pipeline, part: _PartResult, calls: int, lines: int) -> Non
     with open(part.findings, "rb") as fh:
         while True:
             try:
-                batch: list[Finding] = pickle.load(fh)
+                rows: list[FindingRow] = pickle.load(fh)
             except EOFError:
                 break
-            found = [f.shifted(calls, lines) for f in batch]
+            found = [Finding.from_row(row, calls, lines) for row in rows]
             if pending and any(finding_order(f) >= last for f in found):
                 found = pending + found
                 pending = []
@@ -360,9 +365,6 @@ def _merge(pipeline: Pipeline, part: _PartResult, calls: int, lines: int) -> Non
     emit_sync(pipeline, pending)
     pipeline.calls_read += part.calls
     pipeline.calls_done += part.calls
-    sink = pipeline.on_calls
-    if sink is not None and part.spool is not None:
-        sink.adopt(part.spool, part.spooled)  # type: ignore[attr-defined]
     if part.error is not None and pipeline.error is None:
         pipeline.error = part.error
 
