@@ -16,6 +16,7 @@ from toolscore.matchers import Contains, OneOf, Regex, Search
 from toolscore.rules import (
     check_forbidden_calls,
     compile_rule,
+    compile_rule_columns,
     load_forbidden_rules,
     match_rule,
     rules_from_json,
@@ -237,3 +238,53 @@ rule_values = (
 )
 def test_compiled_rules_answer_as_match_rule(rule_args: Any, args: Any) -> None:
     assert compile_rule(rule_args)(args) == match_rule(args, rule_args)
+
+
+# The column path searches a batch's strings joined by newlines before it tests them one by
+# one: patterns whose zero-width parts look past a string's edge, and strings with newlines,
+# are where that could go wrong.
+TRICKY_PATTERNS = [
+    "rm", "^ls", "ls$", "(?i)LS", r"\bls\b", r"\Bs", r"\Als", r"ls\Z", "(?<=x)ls", "(?<!x)ls",
+    r"ls(?!\s)", r"ls(?=\n)", r"(l)\1", "(?m)^ls$", "(?s)l.s", "l.s", "[^a]ls", "^$", "", "\n",
+    "ls\n", r"(?:a|^)ls", "(?>ls)", "(l)?(?(1)s|x)",
+]  # fmt: skip
+texts = st.sampled_from(["ls", " ls", "ls ", "xls", "lls", "l\ns", "ls\n", "a\nls", "", "\n", "é"])
+column_values = (
+    texts
+    | st.text(alphabet="ls\n xa", max_size=5)
+    | st.none()
+    | st.integers(-1, 1)
+    | st.lists(texts, max_size=2)
+)
+column_rule_values = (
+    st.sampled_from(TRICKY_PATTERNS).map(lambda p: _operator("$regex", p))
+    | texts.map(lambda v: _operator("$contains", v))
+    | st.lists(texts, max_size=3).map(lambda v: _operator("$one_of", v))
+    | texts
+    | column_values
+)
+
+
+@settings(max_examples=700, deadline=None)
+@given(
+    st.none() | st.dictionaries(st.sampled_from(["k", "j"]), column_rule_values, max_size=2),
+    st.lists(
+        st.dictionaries(st.sampled_from(["k", "j", "x"]), column_values, max_size=3)
+        | st.sampled_from([None, [], "k"]),
+        max_size=8,
+    ),
+)
+def test_column_rules_answer_as_match_rule(rule_args: Any, column: list[Any]) -> None:
+    expected = [i for i, args in enumerate(column) if match_rule(args, rule_args)]
+    assert compile_rule_columns(rule_args)(column) == expected
+
+
+@pytest.mark.parametrize("pattern", TRICKY_PATTERNS)
+def test_every_tricky_pattern_answers_as_match_rule_on_joined_strings(pattern: str) -> None:
+    rule_args = rules_from_json([{"tool": "t", "args": {"k": {"$regex": pattern}}}])[0]["args"]
+    strings = ["ls", "xls", "a\nls", "ls\n", "l\ns", "", "\n", "lls", "s ls", "éls"]
+    for i in range(len(strings)):
+        for j in range(i, len(strings) + 1):
+            column = [{"k": s} for s in strings[i:j]]
+            expected = [n for n, args in enumerate(column) if match_rule(args, rule_args)]
+            assert compile_rule_columns(rule_args)(column) == expected, (pattern, strings[i:j])

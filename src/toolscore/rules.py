@@ -20,7 +20,9 @@ import functools
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from .calls import ToolCall
@@ -32,6 +34,7 @@ __all__ = [
     "Rule",
     "check_forbidden_calls",
     "compile_rule",
+    "compile_rule_columns",
     "load_forbidden_rules",
     "match_rule",
     "rules_from_json",
@@ -226,6 +229,165 @@ def compile_rule(rule_args: Mapping[str, Any] | None) -> RuleTest:
             if value is _MISSING or not value_test(value):
                 return False
         return True
+
+    return test
+
+
+ColumnTest = Callable[[list[Any]], list[int]]
+"""A compiled rule's ``args`` test over a column of calls' arguments: the positions whose
+arguments satisfy it, in order."""
+ValueColumnTest = Callable[[list[Any]], list[int]]
+"""One rule argument's test over a column of values (``_MISSING`` where a call lacks the
+key): the positions that satisfy it, in order."""
+
+if sys.version_info >= (3, 11):
+    from re import _constants as _sre  # type: ignore[attr-defined]
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+else:  # pragma: no cover - Python 3.10
+    import sre_constants as _sre
+    import sre_parse as _sre_parse
+
+_SAFE_AT = frozenset(
+    getattr(_sre, name)
+    for name in (
+        "AT_BEGINNING", "AT_BEGINNING_LINE", "AT_END", "AT_END_LINE", "AT_BOUNDARY",
+        "AT_NON_BOUNDARY", "AT_LOC_BOUNDARY", "AT_LOC_NON_BOUNDARY", "AT_UNI_BOUNDARY",
+        "AT_UNI_NON_BOUNDARY",
+    )
+)  # fmt: skip
+_LEAVES = frozenset(
+    getattr(_sre, name)
+    for name in ("LITERAL", "NOT_LITERAL", "IN", "ANY", "RANGE", "CATEGORY", "NEGATE")
+    if hasattr(_sre, name)
+)
+_REPEATS = frozenset(
+    getattr(_sre, name)
+    for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+    if hasattr(_sre, name)
+)
+_ATOMIC = getattr(_sre, "ATOMIC_GROUP", None)
+
+
+def _joinable(pattern: Any) -> bool:
+    """Whether a parsed pattern that matches somewhere in a string also matches somewhere
+    in that string joined to others by newlines, when compiled with MULTILINE.
+
+    The only parts of a pattern that look past what they consume are the zero-width ones. A
+    newline next to a string behaves like its edge for ``\\b``, ``\\B``, and for ``^`` and
+    ``$`` under MULTILINE (which only adds places where they match). ``\\A``, ``\\Z``,
+    lookarounds and group references are not trusted: a pattern with one is tested string
+    by string.
+    """
+    for op, av in pattern:
+        if op in _LEAVES:
+            continue
+        if op is _sre.AT:
+            if av not in _SAFE_AT:
+                return False
+        elif op is _sre.SUBPATTERN:
+            if not _joinable(av[-1]):
+                return False
+        elif op is _sre.BRANCH:
+            if not all(_joinable(branch) for branch in av[1]):
+                return False
+        elif op in _REPEATS:
+            if not _joinable(av[2]):
+                return False
+        elif _ATOMIC is not None and op is _ATOMIC:
+            if not _joinable(av):
+                return False
+        else:  # ASSERT, ASSERT_NOT, GROUPREF, GROUPREF_EXISTS, anything new
+            return False
+    return True
+
+
+def _newline_prefilter(compiled: re.Pattern[str]) -> re.Pattern[str] | None:
+    """``compiled`` for a search over newline-joined strings (see :func:`_joinable`), or
+    None when the pattern cannot be trusted there."""
+    try:
+        parsed = _sre_parse.parse(compiled.pattern, compiled.flags)
+        if not _joinable(parsed):
+            return None
+        return re.compile(compiled.pattern, compiled.flags | re.MULTILINE)
+    except Exception:  # a parser that changed shape: test string by string
+        return None
+
+
+def _one_by_one(expected: Any) -> ValueColumnTest:
+    value_test = _value_test(expected)
+
+    def hits(values: list[Any]) -> list[int]:
+        return [i for i, v in enumerate(values) if v is not _MISSING and value_test(v)]
+
+    return hits
+
+
+def _all_str(values: list[Any]) -> bool:
+    return list(map(type, values)).count(str) == len(values)
+
+
+def _value_column_test(expected: Any) -> ValueColumnTest:
+    """:func:`_value_test` over a column of values; a column of strings is first searched
+    as one newline-joined text, so that a batch without a match costs one C-level scan."""
+    one_by_one = _one_by_one(expected)
+    if isinstance(expected, Search):
+        prefilter = _newline_prefilter(expected.compiled)
+        if prefilter is None:
+            return one_by_one
+        search = prefilter.search
+
+        def searched(values: list[Any]) -> list[int]:
+            if _all_str(values) and search("\n".join(values)) is None:
+                return []
+            return one_by_one(values)
+
+        return searched
+    needle: str | None = None
+    if isinstance(expected, Contains) and expected.item.__class__ is str:
+        needle = expected.item  # str in str: a substring
+    elif expected.__class__ is str:
+        needle = expected.strip()  # equal, or equal once stripped: holds the stripped text
+    if needle is not None:
+        found = needle
+
+        def contained(values: list[Any]) -> list[int]:
+            if _all_str(values) and found not in "\n".join(values):
+                return []
+            return one_by_one(values)
+
+        return contained
+    if isinstance(expected, OneOf) and all(v.__class__ is str for v in expected.values):
+        choices = frozenset(expected.values)
+
+        def chosen(values: list[Any]) -> list[int]:
+            if _all_str(values) and choices.isdisjoint(values):
+                return []
+            return one_by_one(values)
+
+        return chosen
+    return one_by_one
+
+
+def compile_rule_columns(rule_args: Mapping[str, Any] | None) -> ColumnTest:
+    """:func:`compile_rule` over a column of calls' arguments (the policy check's path for a
+    batch): the positions whose arguments satisfy the rule, with the same answers."""
+    if not rule_args:
+        return lambda args: list(range(len(args)))
+    per_call = compile_rule(rule_args)
+    tests = [(key, _value_column_test(expected)) for key, expected in rule_args.items()]
+
+    def test(args: list[Any]) -> list[int]:
+        if list(map(type, args)).count(dict) != len(args):
+            return [i for i, a in enumerate(args) if per_call(a)]
+        positions: list[int] | None = None  # None: every one
+        for key, value_test in tests:
+            kept = value_test(list(map(dict.get, args, repeat(key), repeat(_MISSING))))
+            if not kept:
+                return []
+            if len(kept) != len(args):
+                positions = kept if positions is None else [positions[j] for j in kept]
+                args = [args[j] for j in kept]
+        return list(range(len(args))) if positions is None else positions
 
     return test
 

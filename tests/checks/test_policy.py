@@ -142,3 +142,38 @@ def test_corpus_with_rules_that_match_nothing(corpus: Path) -> None:
     for line in (corpus / "tau-bench-airline.jsonl").read_bytes().splitlines():
         d = orjson.loads(line)
         assert check.feed(Batch(calls=[ToolCall(d["tool"], d.get("args"))])) == []
+
+
+MANY = rules_from_json(
+    [
+        {"tool": "run_shell", "args": {"command": {"$regex": "^rm "}}, "reason": "rm"},
+        {"tool": "run_shell", "args": {"command": {"$contains": "sudo"}, "cwd": "/"}},
+        {"tool": "run_shell", "args": {"command": {"$one_of": ["reboot", "halt"]}}},
+        {"tool": "deploy", "args": {"env": "prod"}},
+        {"tool": "deploy"},
+        {"tool": "read_file", "args": {"path": {"$regex": "(?<!x)id_rsa$"}}},
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["run_shell", "deploy", "read_file", "other"]),
+            st.sampled_from(
+                [None, {}, {"command": "rm -rf /"}, {"command": "x\nrm y"}, {"command": "sudo x"},
+                 {"command": "sudo x", "cwd": "/"}, {"command": "reboot"}, {"command": ["rm", "a"]},
+                 {"env": "prod"}, {"env": " prod "}, {"env": 1}, {"path": "~/.ssh/id_rsa"},
+                 {"path": "xid_rsa"}, {"path": "id_rsa\n"}, "not a dict"]
+            ),
+        ),
+        max_size=40,
+    )
+)  # fmt: skip
+def test_batch_columns_answer_as_each_call_alone(specs: list[tuple[str, Any]]) -> None:
+    calls = trace(*specs)
+    whole = policy_check(MANY)
+    findings = whole.feed(Batch(calls=calls))
+    assert whole.metrics()["policy_metrics"] == check_forbidden_calls(calls, MANY)
+    assert [f.call_index for f in findings] == [v["index"] for v in whole.violations]

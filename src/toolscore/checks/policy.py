@@ -10,7 +10,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..calls import Batch, Finding, Location, ToolCall
-from ..rules import Rule, RuleTest, compile_rule, rules_from_python
+from ..rules import (
+    ColumnTest,
+    Rule,
+    RuleTest,
+    compile_rule,
+    compile_rule_columns,
+    rules_from_python,
+)
 from ._base import BaseCheck
 
 __all__ = ["PolicyCheck", "policy_check"]
@@ -29,8 +36,11 @@ class PolicyCheck(BaseCheck):
     def __init__(self, rules: Sequence[Mapping[str, Any]]) -> None:
         self.rules: list[Rule] = rules_from_python(rules)
         self._by_tool: dict[str, list[tuple[int, RuleTest]]] = {}
+        self._columns: dict[str, list[tuple[int, ColumnTest]]] = {}
         for i, rule in enumerate(self.rules):
-            self._by_tool.setdefault(rule["tool"], []).append((i, compile_rule(rule["args"])))
+            tool, args = rule["tool"], rule["args"]
+            self._by_tool.setdefault(tool, []).append((i, compile_rule(args)))
+            self._columns.setdefault(tool, []).append((i, compile_rule_columns(args)))
         self.violations: list[dict[str, Any]] = []
 
     def check_call(self, call: ToolCall, index: int | None = None) -> dict[str, Any] | None:
@@ -43,30 +53,49 @@ class PolicyCheck(BaseCheck):
             return None
         for rule_index, test in candidates:
             if test(args):
-                violation = {
-                    "index": index,
-                    "tool": tool,
-                    "args": args or {},
-                    "rule": rule_index,
-                    "reason": self.rules[rule_index]["reason"],
-                }
-                self.violations.append(violation)
-                return violation
+                return self._record(tool, args, index, rule_index)
         return None
 
+    def _record(self, tool: str, args: Any, index: int, rule_index: int) -> dict[str, Any]:
+        violation = {
+            "index": index,
+            "tool": tool,
+            "args": args or {},
+            "rule": rule_index,
+            "reason": self.rules[rule_index]["reason"],
+        }
+        self.violations.append(violation)
+        return violation
+
     def feed(self, batch: Batch) -> list[Finding]:
+        """The batch's calls, a tool at a time and a rule at a time (see
+        :func:`~toolscore.rules.compile_rule_columns`); violations in call order."""
         cols = batch.columns()
-        by_tool = self._by_tool
+        by_tool = self._columns
         tools = cols.tools
         hits = [i for i, tool in enumerate(tools) if tool in by_tool]
         if not hits:
             return []
-        findings: list[Finding] = []
-        args = cols.args
+        groups: dict[str, list[int]] = {}
         for i in hits:
-            violation = self._check(tools[i], args[i], cols.index(i))
-            if violation is not None:
-                findings.append(_finding(violation, cols.location(i)))
+            groups.setdefault(tools[i], []).append(i)
+        args = cols.args
+        matched: list[tuple[int, int]] = []  # (position, rule), the first rule of each call
+        for tool, positions in groups.items():
+            for rule_index, test in by_tool[tool]:
+                found = test([args[i] for i in positions])
+                if not found:
+                    continue
+                matched.extend((positions[j], rule_index) for j in found)
+                if len(found) == len(positions):
+                    break
+                taken = set(found)
+                positions = [p for j, p in enumerate(positions) if j not in taken]
+        matched.sort()
+        findings: list[Finding] = []
+        for i, rule_index in matched:
+            violation = self._record(tools[i], args[i], cols.index(i), rule_index)
+            findings.append(_finding(violation, cols.location(i)))
         return findings
 
     def part_state(self) -> list[dict[str, Any]]:
