@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from toolscore import api, evaluate_trace, parallel
+from toolscore.calls import Finding, Location
 from toolscore.pipeline import finish_sync
 from toolscore.reports.json import CallSpool, FindingSpool, write_json_report
 
@@ -229,3 +230,29 @@ def test_evaluate_trace_with_workers_gives_the_result_of_one_process(
     assert _comparable(parts.to_dict()) == _comparable(one.to_dict())
     assert [f.to_json() for f in parts.findings] == [f.to_json() for f in one.findings]
     assert sum(seen) == path.stat().st_size  # every part's bytes, told to the main process
+
+
+def test_a_finding_row_moves_its_call_and_line_numbers() -> None:
+    retry = Finding(
+        "errors", "retry_after_error", "warning",
+        "call 3 fetch repeats failed call 2 with the same arguments", 2, "fetch",
+        Location("t.jsonl", 3),
+    )  # fmt: skip
+    bad = Finding(
+        "input",
+        "malformed_line",
+        "error",
+        "t.jsonl:7: not JSON",
+        None,
+        None,
+        Location("t.jsonl", 7),
+    )
+    plain = Finding("secrets", "aws_access_key", "error", "call 1 x: key", 0, "x", None, "AKIA...")
+    for finding in (retry, bad, plain):
+        assert Finding.from_row(finding.row()) == finding
+        assert finding.shifted(0, 0) == finding
+    moved = Finding.from_row(retry.row(), 10, 20)
+    assert moved.message == "call 13 fetch repeats failed call 12 with the same arguments"
+    assert (moved.call_index, moved.location) == (12, Location("t.jsonl", 23))
+    assert Finding.from_row(bad.row(), 10, 20).message == "t.jsonl:27: not JSON"
+    assert Finding.from_row(plain.row(), 10, 20).message == "call 11 x: key"

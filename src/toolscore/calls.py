@@ -143,16 +143,16 @@ class Finding:
                     f" repeats failed call {index} ", f" repeats failed call {new} ", 1
                 )
             index = new
-        loc = None
-        if source is not None:
-            loc = Location(source, line, offset)
-            if line is not None and lines:
-                moved = Location(source, line + lines, offset)
-                old = f"{loc}: "
-                if message.startswith(old):
-                    message = f"{moved}: {message[len(old) :]}"
-                loc = moved
-        return Finding(check, kind, severity, message, index, tool, loc, preview)
+        if source is None:
+            return Finding(check, kind, severity, message, index, tool, None, preview)
+        if line is not None and lines:
+            old = f"{source}:{line}: "  # how the location prints (Location.__str__)
+            line += lines
+            if message.startswith(old):
+                message = f"{source}:{line}: {message[len(old) :]}"
+        return Finding(
+            check, kind, severity, message, index, tool, Location(source, line, offset), preview
+        )
 
     def shifted(self, calls: int, lines: int) -> Finding:
         """The same finding for a part of a trace read on its own: its call ``calls`` and its
