@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import subprocess
@@ -57,15 +58,18 @@ def _write(tmp: Path, lines: list[str]) -> Path:
     return path
 
 
-def _in_parts(path: Path, cuts: list[int], tmp: Path) -> tuple[dict[str, Any], Any, list[Any]]:
-    """Evaluate ``path`` cut at the starts of lines ``cuts``, as ``toolscore eval`` does."""
+def _in_parts(
+    path: Path, cuts: list[int], tmp: Path, per_process: int = 1
+) -> tuple[dict[str, Any], Any, list[Any]]:
+    """Evaluate ``path`` cut at the starts of lines ``cuts``, as ``toolscore eval`` does,
+    each other process reading ``per_process`` parts."""
     data = path.read_bytes()
     starts = [0]
     for i, byte in enumerate(data):
         if byte == ord("\n"):
             starts.append(i + 1)
     bounds = sorted({0, *(starts[c] for c in cuts if 0 < c < len(starts) - 1), len(data)})
-    plan = parallel.Plan(str(path), tuple(bounds))
+    plan = parallel.Plan(str(path), tuple(bounds), per_process)
     with CallSpool(tmp) as spool, FindingSpool(tmp) as findings:
         pipeline, gold, norm = api._open_run(
             GOLD, None, RULES, strict=False, keep_calls=False, on_finding=findings, on_calls=spool
@@ -116,19 +120,20 @@ def _report(path: Path) -> Any:
 )
 @given(
     lines=st.lists(line, min_size=1, max_size=40),
-    cuts=st.lists(st.floats(0, 1), min_size=1, max_size=3),
+    cuts=st.lists(st.floats(0, 1), min_size=1, max_size=4),
     last_newline=st.booleans(),
+    per_process=st.sampled_from([1, 2, 3]),
 )
 def test_parts_give_what_one_process_gives(
-    tmp_path: Path, lines: list[str], cuts: list[float], last_newline: bool
+    tmp_path: Path, lines: list[str], cuts: list[float], last_newline: bool, per_process: int
 ) -> None:
     # plan() only splits a file whose start it detected as custom calls, so it has a call
     path = _write(tmp_path, ['{"tool": "search"}', *lines])
     if not last_newline:
         path.write_bytes(path.read_bytes().rstrip(b"\n"))
     at = sorted({round(c * len(lines)) for c in cuts} & set(range(1, len(lines) + 1)))
-    event(f"parts: {len(at) + 1}")
-    assert _in_parts(path, at, tmp_path) == _in_one(path, tmp_path)
+    event(f"parts: {len(at) + 1}, {per_process} a process")
+    assert _in_parts(path, at, tmp_path, per_process) == _in_one(path, tmp_path)
 
 
 def test_a_retry_across_a_boundary_is_found(tmp_path: Path) -> None:
@@ -159,6 +164,29 @@ def test_a_part_whose_process_fails_is_read_by_the_main_process(
     with pytest.warns(RuntimeWarning, match="could not be read in a process of its own") as got:
         assert _in_parts(path, [10, 20], tmp_path) == expected
     assert len(got) == 2
+    # a process of two parts that fails on its first: the main process reads both
+    with pytest.warns(RuntimeWarning, match="could not be read in a process of its own") as got:
+        assert _in_parts(path, [10, 20], tmp_path, per_process=2) == expected
+    assert len(got) == 2
+
+
+def test_a_process_that_fails_on_its_second_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [json.dumps({"tool": "search", "args": {"q": str(i)}, "error": "x"}) for i in range(30)]
+    path = _write(tmp_path, lines)
+    expected = _in_one(path, tmp_path)
+    read_part = parallel._read_part
+
+    def second_fails(plan: parallel.Plan, k: int, *args: Any) -> Any:
+        if k == 2:
+            raise RuntimeError("the second part fails")
+        return read_part(plan, k, *args)
+
+    monkeypatch.setattr(parallel, "_read_part", second_fails)
+    with pytest.warns(RuntimeWarning, match=r"part 3 of .* the second part fails") as got:
+        assert _in_parts(path, [10, 20], tmp_path, per_process=2) == expected
+    assert len(got) == 1
 
 
 def test_plan_cuts_large_custom_json_lines_at_line_starts(
@@ -168,7 +196,12 @@ def test_plan_cuts_large_custom_json_lines_at_line_starts(
     path = _write(tmp_path, [json.dumps({"tool": "t", "args": {"i": i}}) for i in range(500)])
     data = path.read_bytes()
     split = parallel.plan(path, "auto", 3)
-    assert split is not None and split.parts == 3
+    # the main process's part, then a big and a small part for each of the other two
+    assert split is not None and split.parts == 5 and split.per_process == 2
+    assert split.groups() == [range(1, 3), range(3, 5)]
+    sizes = [b - a for a, b in itertools.pairwise(split.bounds)]
+    assert sizes[2] < sizes[1] / 4 and sizes[4] < sizes[3] / 4
+    assert abs(sizes[0] - sizes[1]) < len(data) / 20
     assert split.bounds[0] == 0 and split.bounds[-1] == len(data)
     assert all(data[b - 1 : b] == b"\n" for b in split.bounds[1:-1])
     assert parallel.plan(path, "auto", 1) is None

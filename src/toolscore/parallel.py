@@ -2,10 +2,13 @@
 
 toolscore's time goes to the interpreter, one call after another, and one interpreter runs on
 one core. For a large JSON Lines file of the custom format (a regular file, not compressed),
-:func:`plan` cuts the file at line boundaries into one part per core; :func:`run` reads every
-part but the first in a forked process, each with a pipeline of its own, while the main process
-reads the first part itself, then merges the parts into the main pipeline in order, as if it
-had read the whole file:
+:func:`plan` cuts the file at line boundaries: a first part for the main process, and two for
+each other core, a big one and then a small one. :func:`run` reads the parts but the first in
+forked processes, each part with a pipeline of its own, while the main process reads the first
+part itself; then it merges the parts into the main pipeline in order, as if it had read the
+whole file. A process hands over each part as soon as it has read it, so the merge of its big
+part runs while it reads its small one, and only the small part's merge is left at the end.
+The merge:
 
 - each check merges its part's state (:meth:`~toolscore.checks._base.BaseCheck.merge_part`):
   counts, the argument pairing's candidates, the distinct signatures (their run files), the
@@ -62,20 +65,31 @@ def available_cpus() -> int:
 
 @dataclass(frozen=True)
 class Plan:
-    """Where a file is cut: part ``k`` is the bytes ``[bounds[k], bounds[k + 1])``."""
+    """Where a file is cut: part ``k`` is the bytes ``[bounds[k], bounds[k + 1])``.
+
+    The main process reads part 0; each other process reads ``per_process`` consecutive
+    parts, one after the other (the last process perhaps fewer), and hands each over as soon
+    as it is read.
+    """
 
     path: str
     bounds: tuple[int, ...]
+    per_process: int = 1
 
     @property
     def parts(self) -> int:
         return len(self.bounds) - 1
 
+    def groups(self) -> list[range]:
+        """The parts each other process reads, in order."""
+        step = max(1, self.per_process)
+        return [range(k, min(k + step, self.parts)) for k in range(1, self.parts, step)]
+
 
 def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
     """How to read ``trace`` in parts, or None when it is read in one.
 
-    Parts need: ``workers`` other than 1 (None: one part per CPU), a path to a regular,
+    Parts need: ``workers`` other than 1 (None: one process per CPU), a path to a regular,
     uncompressed file of at least two parts' worth of bytes, JSON Lines of the custom
     format (per :func:`~toolscore.sources.detect.detect`, on the first megabyte), and the
     ``fork`` start method (Linux).
@@ -95,8 +109,8 @@ def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
     size = source_size(path)
     if size is None:
         return None
-    parts = min(workers or available_cpus(), size // PARALLEL_MIN_BYTES)
-    if parts < 2:
+    processes = min(workers or available_cpus(), size // PARALLEL_MIN_BYTES)
+    if processes < 2:
         return None
     try:
         with open(path, "rb") as f:
@@ -105,27 +119,35 @@ def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
             if found.layout != "jsonl" or found.dialect != "custom" or head[:3] == b"\xef\xbb\xbf":
                 return None
             bounds = [0]
-            for k in range(1, parts):
-                cut = _line_start(f, _split(size, parts, k), size)
+            for at in _splits(size, processes):
+                cut = _line_start(f, at, size)
                 if cut is None or cut <= bounds[-1]:
                     return None
                 bounds.append(cut)
     except (OSError, InputError):
         return None
     bounds.append(size)
-    return Plan(path, tuple(bounds))
+    return Plan(path, tuple(bounds), per_process=2)
 
 
-MAIN_SHARE = 0.94
-"""The first part's size against the others': the main process reads it while the other
-processes read theirs, then merges them, so it gets a little less (measured on the
-benchmark trace: at 50% it finished 0.4 s after the other process, of 3.7 s)."""
+TAIL_SHARE = 0.1
+"""The share of another process's bytes in its second, small part. The main process merges
+the first (big) part while that process reads the small one, so only the small part's merge
+is left once every process is done (measured on the benchmark trace, 1 GB: the merge of the
+other process's half took 0.5 s; reading the half, 4.4 s)."""
 
 
-def _split(size: int, parts: int, k: int) -> int:
-    """Where part ``k`` starts (before the line boundary is found)."""
-    first = size * MAIN_SHARE / (MAIN_SHARE + parts - 1)
-    return int(first + (size - first) * (k - 1) / (parts - 1))
+def _splits(size: int, processes: int) -> list[int]:
+    """Where parts 1, 2... start (before the line boundaries are found): the main process's
+    part 0 as big as another process's first part (it merges while they read their second);
+    each other process's bytes cut into a big part and a :data:`TAIL_SHARE` small one."""
+    share = size / (processes - TAIL_SHARE)  # each other process's bytes
+    big = share * (1 - TAIL_SHARE)  # part 0, and each other process's first part
+    starts: list[int] = []
+    for c in range(processes - 1):
+        at = big + c * share
+        starts += [int(at), int(at + big)]
+    return starts
 
 
 def _line_start(f: Any, at: int, size: int) -> int | None:
@@ -196,52 +218,28 @@ def _part_batches(
     yield batch
 
 
-def _read_part(
+def _read_parts(
     plan: Plan,
-    k: int,
+    ks: range,
     make_checks: Callable[[], list[BaseCheck]],
     tmp: str,
     spool_calls: bool,
     conn: Any,
     progress: Any,
 ) -> None:
-    """In a forked process: read part ``k`` with a pipeline of its own, send the result."""
+    """In a forked process: read parts ``ks`` one after the other, each with a pipeline of
+    its own, and send each one's result as soon as it is read."""
+    kept: list[Any] = []  # every part's checks live on: see the end
+
+    def advance(n: int) -> None:
+        with progress.get_lock():
+            progress.value += n
+
     try:
-        from .reports.json import CallSpool
-
-        checks = make_checks()
-        for check in checks:
-            record_part = getattr(check, "record_part", None)
-            if record_part is not None:
-                record_part(os.path.join(tmp, f"sequence-{k}"))
-        findings_path = os.path.join(tmp, f"findings-{k}")
-        spool_path = os.path.join(tmp, f"calls-{k}") if spool_calls else None
-        spool = CallSpool(path=spool_path) if spool_path is not None else None
-        newlines = [0]
-
-        def advance(n: int) -> None:
-            with progress.get_lock():
-                progress.value += n
-
-        with open(findings_path, "wb") as out:
-
-            def keep(found: list[Finding]) -> None:
-                pickle.dump([f.row() for f in found], out, pickle.HIGHEST_PROTOCOL)
-
-            pipeline = Pipeline(checks, on_finding=keep, on_calls=spool)
-            feed_sync(pipeline, _part_batches(plan, k, 0, 0, advance, newlines))
-        if spool is not None:
-            spool.flush()
-        result = _PartResult(
-            calls=pipeline.calls_read,
-            lines=newlines[0],
-            states={check.name: check.part_state() for check in checks},
-            findings=findings_path,
-            spool=spool_path,
-            spooled=spool.count if spool is not None else 0,
-            error=pipeline.error,
-        )
-        conn.send(("ok", result))
+        for k in ks:
+            result, checks = _read_part(plan, k, make_checks, tmp, spool_calls, advance)
+            kept.append(checks)
+            conn.send(("ok", result))
     except BaseException:
         conn.send(("failed", traceback.format_exc()))
     finally:
@@ -249,6 +247,49 @@ def _read_part(
         # Leave now: freeing this process's objects would run their finalizers, and the
         # distinct-signature counter's would delete the run files just handed over.
         os._exit(0)
+
+
+def _read_part(
+    plan: Plan,
+    k: int,
+    make_checks: Callable[[], list[BaseCheck]],
+    tmp: str,
+    spool_calls: bool,
+    advance: Callable[[int], None],
+) -> tuple[_PartResult, list[BaseCheck]]:
+    """Read part ``k`` with a pipeline of its own: what to send, and the checks (whose files
+    the result names)."""
+    from .reports.json import CallSpool
+
+    checks = make_checks()
+    for check in checks:
+        record_part = getattr(check, "record_part", None)
+        if record_part is not None:
+            record_part(os.path.join(tmp, f"sequence-{k}"))
+    findings_path = os.path.join(tmp, f"findings-{k}")
+    spool_path = os.path.join(tmp, f"calls-{k}") if spool_calls else None
+    spool = CallSpool(path=spool_path) if spool_path is not None else None
+    newlines = [0]
+    with open(findings_path, "wb") as out:
+
+        def keep(found: list[Finding]) -> None:
+            pickle.dump([f.row() for f in found], out, pickle.HIGHEST_PROTOCOL)
+
+        pipeline = Pipeline(checks, on_finding=keep, on_calls=spool)
+        feed_sync(pipeline, _part_batches(plan, k, 0, 0, advance, newlines))
+    if spool is not None:
+        spool.flush()
+        spool.close()  # its file stays, for the main process
+    result = _PartResult(
+        calls=pipeline.calls_read,
+        lines=newlines[0],
+        states={check.name: check.part_state() for check in checks},
+        findings=findings_path,
+        spool=spool_path,
+        spooled=spool.count if spool is not None else 0,
+        error=pipeline.error,
+    )
+    return result, checks
 
 
 def run(
@@ -282,18 +323,18 @@ def run(
     tmp = tempfile.mkdtemp(
         prefix="toolscore-parts-", dir=getattr(pipeline.on_calls, "directory", None)
     )
-    workers = []
+    workers: list[tuple[Any, Any]] = []  # (process, pipe end) for each part past the first
     try:
-        for k in range(1, plan.parts):
+        for ks in plan.groups():
             receive, send = ctx.Pipe(duplex=False)
             process = ctx.Process(
-                target=_read_part,
-                args=(plan, k, make_checks, tmp, spool_calls, send, progress),
+                target=_read_parts,
+                args=(plan, ks, make_checks, tmp, spool_calls, send, progress),
                 daemon=True,
             )
             process.start()
             send.close()
-            workers.append((process, receive))
+            workers.extend((process, receive) for _ in ks)
         newlines = [0]
         if not feed_sync(pipeline, _part_batches(plan, 0, 0, 0, report, newlines)):
             return  # a read error: what follows it does not count
@@ -321,7 +362,7 @@ def run(
                 lines += newlines[0]
             report(0)
     finally:
-        for process, receive in workers:
+        for process, receive in dict(workers).items():  # each process once
             receive.close()
             if process.is_alive():
                 process.terminate()

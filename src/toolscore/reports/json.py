@@ -161,16 +161,29 @@ class _LineSpool(_Closing):
             tempfile.TemporaryFile(dir=directory) if path is None else open(path, "w+b")
         )
         self._writer = _Writer(self._file)
-        self._parts: list[IO[bytes]] = []
+        self._files_in_order: list[IO[bytes]] = [self._file]
+        """The spool's own files and the adopted ones, in record order."""
+        self._adopted = False
+        """Whether the last file is an adopted one (the next write starts a new file)."""
         self.count = 0
         self.directory: str | None = None if directory is None else os.fspath(directory)
         """Where the spool file lives. Put it next to the report: the report takes it in the
         kernel only within one mounted file system."""
 
+    def _write(self, data: bytes | memoryview) -> None:
+        """Append to the spool, after any adopted file."""
+        if self._adopted:
+            self._writer.stop()
+            self._file = tempfile.TemporaryFile(dir=self.directory)
+            self._writer = _Writer(self._file)
+            self._files_in_order.append(self._file)
+            self._adopted = False
+        self._writer.write(data)
+
     def _write_records(self, records: list[bytes]) -> None:
         """Spool records given as JSON texts (no newline inside), each followed by the
         separator."""
-        self.count += write_joined(self._writer.write, records, self.separator)
+        self.count += write_joined(self._write, records, self.separator)
 
     def _append(self, records: list[Any]) -> None:
         self._write_records([dumps(record) for record in records])
@@ -184,7 +197,9 @@ class _LineSpool(_Closing):
         """Append ``count`` records spooled by another spool to ``path`` (given as its
         ``path``, or written by :meth:`save`), after these."""
         if count:
-            self._parts.append(open(path, "rb"))
+            self._writer.drain()
+            self._files_in_order.append(open(path, "rb"))
+            self._adopted = True
             self.count += count
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -196,7 +211,7 @@ class _LineSpool(_Closing):
     def _files(self) -> list[tuple[IO[bytes], int]]:
         self._writer.drain()
         files = []
-        for fh in (self._file, *self._parts):
+        for fh in self._files_in_order:
             fh.flush()
             size = os.fstat(fh.fileno()).st_size
             if size:
@@ -213,10 +228,9 @@ class _LineSpool(_Closing):
     def close(self) -> None:
         """Delete the temporary file."""
         self._writer.stop()
-        self._file.close()
-        for fh in self._parts:
+        for fh in self._files_in_order:
             fh.close()
-        self._parts = []
+        self._files_in_order = []
 
 
 def _copy_range(src: int, dst: int, size: int, offset: int) -> None:
@@ -283,7 +297,7 @@ class CallSpool(_LineSpool):
 
     def take_columns(self, columns: Columns) -> None:
         """Spool a batch given as columns (a decoded block writes its records in one C call)."""
-        self.count += columns.write_records(self._writer.write, self.separator)
+        self.count += columns.write_records(self._write, self.separator)
 
 
 class FindingSpool(_LineSpool):
