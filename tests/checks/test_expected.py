@@ -638,6 +638,27 @@ def test_distance_trackers_equal_reference(gold: list[str], trace: list[str]) ->
         assert bits.distance == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=9),
+    st.lists(st.lists(st.sampled_from(["a", "b", "c", "e"]), max_size=12), max_size=4),
+    st.sampled_from([1, 2, 5, 40]),
+)
+def test_bit_parallel_table_full_or_not(
+    gold: list[str], batches: list[list[str]], table_max: int
+) -> None:
+    # the step table stops growing at STEP_TABLE_MAX; the steps after that are computed
+    saved = expected_mod.STEP_TABLE_MAX
+    expected_mod.STEP_TABLE_MAX = table_max
+    try:
+        bits = _BitParallelDistance(gold)
+        for batch in batches:
+            bits.run(batch)
+    finally:
+        expected_mod.STEP_TABLE_MAX = saved
+    assert bits.distance == ref_levenshtein(gold, [name for batch in batches for name in batch])
+
+
 def test_bit_parallel_long_gold() -> None:
     gold = [f"t{i % 13}" for i in range(300)]
     trace = [f"t{(i * 7) % 17}" for i in range(250)]

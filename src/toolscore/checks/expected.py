@@ -63,6 +63,8 @@ MAX_TAIL_DETAILS = 1000
 
 BIT_PARALLEL_MIN_GOLD = 2
 """Gold lengths from which the bit-parallel Levenshtein column is used (measured faster)."""
+STEP_TABLE_MAX = 1 << 16
+"""Steps of the bit-parallel column kept in its table at most (a few MB)."""
 
 _MISSING = object()
 _NO_ARGS: dict[str, Any] = {}
@@ -115,10 +117,13 @@ class _BitParallelDistance:
     """The same distance by Hyyrö's bit-vector form of Myers' algorithm.
 
     Bit ``i`` of the vertical delta vectors stands for gold row ``i + 1``; a trace name costs a
-    dozen integer operations however long the gold list is.
+    dozen integer operations however long the gold list is. The column's state (the two
+    vectors) takes few values in practice, so each step is also kept in a table, keyed by
+    state and match mask: a trace name then costs one lookup. The table stops growing at
+    :data:`STEP_TABLE_MAX` entries; past that, every step is computed.
     """
 
-    __slots__ = ("dist", "full", "peq", "top", "vn", "vp")
+    __slots__ = ("dist", "full", "m", "peq", "state", "table", "top")
 
     def __init__(self, gold: Sequence[str]) -> None:
         m = len(gold)
@@ -126,11 +131,13 @@ class _BitParallelDistance:
         for i, name in enumerate(gold):
             peq[name] = peq.get(name, 0) | (1 << i)
         self.peq = peq
+        self.m = m
         self.full = (1 << m) - 1
         self.top = 1 << (m - 1)
-        self.vp = self.full
-        self.vn = 0
+        self.state = self.full  # vp | vn << m, with vp = full and vn = 0
         self.dist = m
+        self.table: dict[int, tuple[int, int]] | None = {}
+        """(state << m | mask) -> (next state, change of the distance); None once full."""
 
     def step(self, name: str) -> None:
         self.run([name])
@@ -145,12 +152,47 @@ class _BitParallelDistance:
         self.run_masks(map(masks.__getitem__, ids))
 
     def run_masks(self, masks: Iterable[int]) -> None:
-        """Step through names given as their match masks; the loop keeps the state in
+        """Step through names given as their match masks."""
+        table = self.table
+        if table is None:
+            self._compute(masks)
+            return
+        m = self.m
+        state = self.state
+        dist = self.dist
+        get = table.get
+        masks = iter(masks)
+        for mask in masks:
+            key = (state << m) | mask
+            known = get(key)
+            if known is None:
+                known = table[key] = self._next(state, mask)
+                if len(table) >= STEP_TABLE_MAX:
+                    self.table = None
+                    state, change = known
+                    self.state = state
+                    self.dist = dist + change
+                    self._compute(masks)
+                    return
+            state, change = known
+            dist += change
+        self.state = state
+        self.dist = dist
+
+    def _next(self, state: int, mask: int) -> tuple[int, int]:
+        """One step from ``state``: the next state and the change of the distance."""
+        self.state, self.dist = state, 0
+        self._compute((mask,))
+        return self.state, self.dist
+
+    def _compute(self, masks: Iterable[int]) -> None:
+        """Step through masks by the bit operations alone; the loop keeps the state in
         locals."""
+        m = self.m
         top = self.top
         full = self.full
-        vp = self.vp
-        vn = self.vn
+        vp = self.state & full
+        vn = self.state >> m
         dist = self.dist
         for mask in masks:
             x = mask | vn
@@ -164,8 +206,7 @@ class _BitParallelDistance:
             hp = (hp << 1) | 1
             vp = ((hn << 1) | ~(d0 | hp)) & full
             vn = hp & d0 & full
-        self.vp = vp
-        self.vn = vn
+        self.state = vp | (vn << m)
         self.dist = dist
 
     @property
