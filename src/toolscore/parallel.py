@@ -29,7 +29,6 @@ answer.
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import pickle
@@ -379,10 +378,6 @@ def _receive(process: Any, receive: Any) -> _PartResult | str:
     return payload if status == "ok" else str(payload)
 
 
-_MERGED = 4096
-"""A part's findings go to the main pipeline in groups of about this many."""
-
-
 def _merge(pipeline: Pipeline, part: _PartResult, calls: int, lines: int) -> None:
     sink = pipeline.on_calls
     if sink is not None and part.spool is not None:
@@ -399,11 +394,9 @@ def _merge(pipeline: Pipeline, part: _PartResult, calls: int, lines: int) -> Non
     last = max(map(finding_order, pending), default=(0, 0))
     with open(part.findings, "rb") as fh:
         while True:
-            rows: list[FindingRow] = []
-            with contextlib.suppress(EOFError):
-                while len(rows) < _MERGED:
-                    rows += pickle.load(fh)
-            if not rows:
+            try:
+                rows: list[FindingRow] = pickle.load(fh)
+            except EOFError:
                 break
             found = [Finding.from_row(row, calls, lines) for row in rows]
             if pending and any(finding_order(f) >= last for f in found):
