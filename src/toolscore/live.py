@@ -151,7 +151,7 @@ class LiveRun:
     def score(self) -> float:
         """The score of the calls completed so far, as :meth:`snapshot` would give it, from
         the one check it depends on: cheap whatever the trace's length (a snapshot also
-        counts the distinct signatures, which past 65,536 calls reads their run files)."""
+        counts the distinct signatures, which past 32,768 calls reads their run files)."""
         if self._result is not None:
             return self._result.score
         for check in self.pipeline.checks:

@@ -4,7 +4,7 @@ The check reads ``batch.done``: calls in index order whose failure flag (``call.
 is final. State is the previous call's signature and failure flag, a few counters, a
 ``Counter`` of failed tool names and a :class:`~toolscore._distinct.DistinctCounter` of the
 signatures' fingerprints for ``identical_count`` (bounded memory: 8 bytes a call in a buffer
-that spills to disk every 65,536 calls).
+that spills to disk every 32,768 calls).
 
 A retry is a call whose immediately previous call failed and has the same signature (tool and
 canonical arguments); a chain fail, fail, same counts two, and the retry may fail itself.
@@ -151,7 +151,7 @@ class ErrorsCheck(BaseCheck):
 
     @property
     def identical_count(self) -> int:
-        """Calls minus distinct signatures (past 65,536 calls, a count reads the spilled run
+        """Calls minus distinct signatures (past 32,768 calls, a count reads the spilled run
         files: a few hundredths of a second per million calls)."""
         return self.total_calls - len(self._seen)
 
