@@ -150,43 +150,35 @@ def test_a_retry_across_a_boundary_is_found(tmp_path: Path) -> None:
     assert lines == [2, 3, 4]
 
 
-def test_a_part_whose_process_fails_is_read_by_the_main_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    lines = [json.dumps({"tool": "search", "args": {"q": str(i)}, "error": "x"}) for i in range(30)]
-    path = _write(tmp_path, lines)
-    expected = _in_one(path, tmp_path)
-
-    def broken(*args: Any) -> None:
-        raise RuntimeError("the part's process fails")
-
-    monkeypatch.setattr(parallel, "_read_part", broken)
-    with pytest.warns(RuntimeWarning, match="could not be read in a process of its own") as got:
-        assert _in_parts(path, [10, 20], tmp_path) == expected
-    assert len(got) == 2
-    # a process of two parts that fails on its first: the main process reads both
-    with pytest.warns(RuntimeWarning, match="could not be read in a process of its own") as got:
-        assert _in_parts(path, [10, 20], tmp_path, per_process=2) == expected
-    assert len(got) == 2
-
-
-def test_a_process_that_fails_on_its_second_part(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("per_process", "failing", "warned"),
+    [
+        (1, {1, 2}, 2),
+        (2, {1}, 2),  # a process stops at its first failure: its second part is read here too
+        (2, {2}, 1),  # the first part's result arrived before the failure
+    ],
+)
+def test_parts_whose_process_fails_are_read_by_the_main_process(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    per_process: int,
+    failing: set[int],
+    warned: int,
 ) -> None:
     lines = [json.dumps({"tool": "search", "args": {"q": str(i)}, "error": "x"}) for i in range(30)]
     path = _write(tmp_path, lines)
     expected = _in_one(path, tmp_path)
     read_part = parallel._read_part
 
-    def second_fails(plan: parallel.Plan, k: int, *args: Any) -> Any:
-        if k == 2:
-            raise RuntimeError("the second part fails")
+    def flaky(plan: parallel.Plan, k: int, *args: Any) -> Any:
+        if k in failing:
+            raise RuntimeError(f"part {k} fails")
         return read_part(plan, k, *args)
 
-    monkeypatch.setattr(parallel, "_read_part", second_fails)
-    with pytest.warns(RuntimeWarning, match=r"part 3 of .* the second part fails") as got:
-        assert _in_parts(path, [10, 20], tmp_path, per_process=2) == expected
-    assert len(got) == 1
+    monkeypatch.setattr(parallel, "_read_part", flaky)
+    with pytest.warns(RuntimeWarning, match="could not be read in a process of its own") as got:
+        assert _in_parts(path, [10, 20], tmp_path, per_process) == expected
+    assert len(got) == warned
 
 
 def test_plan_cuts_large_custom_json_lines_at_line_starts(

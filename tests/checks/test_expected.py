@@ -299,7 +299,7 @@ def ref_metrics(gold: list[ToolCall], trace: list[ToolCall], strict: bool = Fals
 # -- strategies -----------------------------------------------------------------------------
 
 TOOLS = ["a", "b", "c"]
-VALUES = [1, 1.0, 2, "1", " v", "v", True, None, [1], {"k": 1}]
+VALUES = [1, 1.0, 2, "1", " v", "v", "v\n", "xv", "", True, None, [1], {"k": 1}]
 
 
 def arg_dicts(keys: list[str] = ["x", "y", "z"]) -> st.SearchStrategy[dict[str, Any]]:  # noqa: B006

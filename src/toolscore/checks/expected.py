@@ -276,6 +276,10 @@ def _key_hits(expected: Any, values: list[Any], strict: bool) -> list[int]:
         ]
     if expected.__class__ is str:  # the common case: equal, or equal once stripped
         stripped = expected.strip()
+        # a match holds the stripped text: a column of strings without it anywhere has none
+        if stripped and list(map(type, values)).count(str) == len(values):
+            if stripped not in "\n".join(values):
+                return [0] * len(values)
         return [
             (1 if v == expected or v.strip() == stripped else 0)
             if v.__class__ is str
@@ -297,7 +301,9 @@ def _weights(items: list[tuple[Any, Any]], dicts: list[dict[str, Any]], strict: 
     gold ``items`` it matches."""
     total: list[int] | None = None
     for key, expected in items:
-        hits = _key_hits(expected, [d.get(key, _MISSING) for d in dicts], strict)
+        hits = _key_hits(
+            expected, list(map(dict.get, dicts, repeat(key), repeat(_MISSING))), strict
+        )
         total = hits if total is None else list(map(add, total, hits))
     return total if total is not None else [0] * len(dicts)
 
