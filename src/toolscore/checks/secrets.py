@@ -43,6 +43,9 @@ def _candidate(args: Any) -> bool:
     return _PREFILTER_BYTES.search(raw) is not None
 
 
+_PLUS_ONE = (1).__add__
+
+
 def _candidates(sigs: list[bytes]) -> list[int]:
     """The positions of the canonical argument texts in which a credential may start.
 
@@ -54,7 +57,7 @@ def _candidates(sigs: list[bytes]) -> list[int]:
     first = PREFILTER_SCAN.search(text)
     if first is None:
         return []
-    ends = list(accumulate(len(s) + 1 for s in sigs))
+    ends = list(accumulate(map(_PLUS_ONE, map(len, sigs))))  # each text and its newline
     hits: list[int] = []
     for m in PREFILTER_SCAN.finditer(text, first.start()):
         pos = bisect_right(ends, m.start())
