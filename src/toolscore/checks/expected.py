@@ -155,7 +155,7 @@ class _BitParallelDistance:
         """Step through names given as their match masks."""
         table = self.table
         if table is None:
-            self._compute(masks)
+            self.state, self.dist = self._compute(self.state, self.dist, masks)
             return
         m = self.m
         state = self.state
@@ -166,34 +166,25 @@ class _BitParallelDistance:
             key = (state << m) | mask
             known = get(key)
             if known is None:
-                known = table[key] = self._next(state, mask)
-                if len(table) >= STEP_TABLE_MAX:
+                known = table[key] = self._compute(state, 0, (mask,))
+                if len(table) >= STEP_TABLE_MAX:  # full: the rest by the bit operations
                     self.table = None
                     state, change = known
-                    self.state = state
-                    self.dist = dist + change
-                    self._compute(masks)
+                    self.state, self.dist = self._compute(state, dist + change, masks)
                     return
             state, change = known
             dist += change
         self.state = state
         self.dist = dist
 
-    def _next(self, state: int, mask: int) -> tuple[int, int]:
-        """One step from ``state``: the next state and the change of the distance."""
-        self.state, self.dist = state, 0
-        self._compute((mask,))
-        return self.state, self.dist
-
-    def _compute(self, masks: Iterable[int]) -> None:
-        """Step through masks by the bit operations alone; the loop keeps the state in
-        locals."""
+    def _compute(self, state: int, dist: int, masks: Iterable[int]) -> tuple[int, int]:
+        """The state and distance after ``masks`` from ``state`` and ``dist``, by the bit
+        operations alone (the loop keeps the state in locals)."""
         m = self.m
         top = self.top
         full = self.full
-        vp = self.state & full
-        vn = self.state >> m
-        dist = self.dist
+        vp = state & full
+        vn = state >> m
         for mask in masks:
             x = mask | vn
             d0 = (((x & vp) + vp) ^ vp) | x
@@ -206,8 +197,7 @@ class _BitParallelDistance:
             hp = (hp << 1) | 1
             vp = ((hn << 1) | ~(d0 | hp)) & full
             vn = hp & d0 & full
-        self.state = vp | (vn << m)
-        self.dist = dist
+        return vp | (vn << m), dist
 
     @property
     def distance(self) -> int:
