@@ -246,7 +246,7 @@ def test_compiled_rules_answer_as_match_rule(rule_args: Any, args: Any) -> None:
 TRICKY_PATTERNS = [
     "rm", "^ls", "ls$", "(?i)LS", r"\bls\b", r"\Bs", r"\Als", r"ls\Z", "(?<=x)ls", "(?<!x)ls",
     r"ls(?!\s)", r"ls(?=\n)", r"(l)\1", "(?m)^ls$", "(?s)l.s", "l.s", "[^a]ls", "^$", "", "\n",
-    "ls\n", r"(?:a|^)ls", "(?>ls)", "(l)?(?(1)s|x)",
+    "ls\n", r"(?:a|^)ls", "(?>ls)", "(l)?(?(1)s|x)", r"\B", r"\b", "^", "$", r"\Z", r"\A",
 ]  # fmt: skip
 texts = st.sampled_from(["ls", " ls", "ls ", "xls", "lls", "l\ns", "ls\n", "a\nls", "", "\n", "é"])
 column_values = (
