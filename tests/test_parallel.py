@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from toolscore import api, evaluate_trace, parallel
 from toolscore.calls import Finding, Location
 from toolscore.pipeline import finish_sync
-from toolscore.reports.json import CallSpool, FindingSpool, write_json_report
+from toolscore.reports.json import CallSpool, FindingSpool, JsonReport, write_json_report
 
 GOLD = [
     {"tool": "search", "args": {"q": "weather"}},
@@ -59,10 +60,12 @@ def _write(tmp: Path, lines: list[str]) -> Path:
 
 
 def _in_parts(
-    path: Path, cuts: list[int], tmp: Path, per_process: int = 1
+    path: Path, cuts: list[int], tmp: Path, per_process: int = 1, streamed: bool = False
 ) -> tuple[dict[str, Any], Any, list[Any]]:
     """Evaluate ``path`` cut at the starts of lines ``cuts``, as ``toolscore eval`` does,
-    each other process reading ``per_process`` parts."""
+    each other process reading ``per_process`` parts; the calls go to a ``CallSpool`` for
+    ``write_json_report``, or with ``streamed`` straight into a ``JsonReport`` (the CLI's
+    way)."""
     data = path.read_bytes()
     starts = [0]
     for i, byte in enumerate(data):
@@ -70,9 +73,16 @@ def _in_parts(
             starts.append(i + 1)
     bounds = sorted({0, *(starts[c] for c in cuts if 0 < c < len(starts) - 1), len(data)})
     plan = parallel.Plan(str(path), tuple(bounds), per_process)
-    with CallSpool(tmp) as spool, FindingSpool(tmp) as findings:
+    out = tmp / "parts.json"
+    with contextlib.ExitStack() as stack:
+        findings = stack.enter_context(FindingSpool(tmp))
+        sink: CallSpool | JsonReport
+        if streamed:
+            sink = stack.enter_context(JsonReport(out, api._gold(GOLD)))
+        else:
+            sink = stack.enter_context(CallSpool(tmp))
         pipeline, gold, norm = api._open_run(
-            GOLD, None, RULES, strict=False, keep_calls=False, on_finding=findings, on_calls=spool
+            GOLD, None, RULES, strict=False, keep_calls=False, on_finding=findings, on_calls=sink
         )
         rules = api._rules(RULES)
         parallel.run(
@@ -80,8 +90,10 @@ def _in_parts(
         )
         finish_sync(pipeline)
         result = api._result(pipeline, gold, norm, include_extras=True)
-        out = tmp / "parts.json"
-        write_json_report(result, out, spool, findings=findings)
+        if isinstance(sink, JsonReport):
+            sink.finish(result, findings=findings)
+        else:
+            write_json_report(result, out, sink, findings=findings)
     return _comparable(result.to_dict()), _report(out), [f.to_json() for f in result.findings]
 
 
@@ -123,9 +135,15 @@ def _report(path: Path) -> Any:
     cuts=st.lists(st.floats(0, 1), min_size=1, max_size=4),
     last_newline=st.booleans(),
     per_process=st.sampled_from([1, 2, 3]),
+    streamed=st.booleans(),
 )
 def test_parts_give_what_one_process_gives(
-    tmp_path: Path, lines: list[str], cuts: list[float], last_newline: bool, per_process: int
+    tmp_path: Path,
+    lines: list[str],
+    cuts: list[float],
+    last_newline: bool,
+    per_process: int,
+    streamed: bool,
 ) -> None:
     # plan() only splits a file whose start it detected as custom calls, so it has a call
     path = _write(tmp_path, ['{"tool": "search"}', *lines])
@@ -133,7 +151,7 @@ def test_parts_give_what_one_process_gives(
         path.write_bytes(path.read_bytes().rstrip(b"\n"))
     at = sorted({round(c * len(lines)) for c in cuts} & set(range(1, len(lines) + 1)))
     event(f"parts: {len(at) + 1}, {per_process} a process")
-    assert _in_parts(path, at, tmp_path, per_process) == _in_one(path, tmp_path)
+    assert _in_parts(path, at, tmp_path, per_process, streamed) == _in_one(path, tmp_path)
 
 
 def test_a_retry_across_a_boundary_is_found(tmp_path: Path) -> None:
@@ -150,6 +168,7 @@ def test_a_retry_across_a_boundary_is_found(tmp_path: Path) -> None:
     assert lines == [2, 3, 4]
 
 
+@pytest.mark.parametrize("streamed", [False, True])
 @pytest.mark.parametrize(
     ("per_process", "failing", "warned"),
     [
@@ -164,6 +183,7 @@ def test_parts_whose_process_fails_are_read_by_the_main_process(
     per_process: int,
     failing: set[int],
     warned: int,
+    streamed: bool,
 ) -> None:
     lines = [json.dumps({"tool": "search", "args": {"q": str(i)}, "error": "x"}) for i in range(30)]
     path = _write(tmp_path, lines)
@@ -177,7 +197,7 @@ def test_parts_whose_process_fails_are_read_by_the_main_process(
 
     monkeypatch.setattr(parallel, "_read_part", flaky)
     with pytest.warns(RuntimeWarning, match="could not be read in a process of its own") as got:
-        assert _in_parts(path, [10, 20], tmp_path, per_process) == expected
+        assert _in_parts(path, [10, 20], tmp_path, per_process, streamed) == expected
     assert len(got) == warned
 
 
