@@ -288,3 +288,27 @@ def test_every_tricky_pattern_answers_as_match_rule_on_joined_strings(pattern: s
             column = [{"k": s} for s in strings[i:j]]
             expected = [n for n, args in enumerate(column) if match_rule(args, rule_args)]
             assert compile_rule_columns(rule_args)(column) == expected, (pattern, strings[i:j])
+
+
+class _AnyCase(Contains):
+    """A user's matcher on top of a built-in one: its own answers must be kept."""
+
+    def matches(self, value: object) -> bool:
+        return isinstance(value, str) and str(self.item).lower() in value.lower()
+
+
+class _Prefix(Search):
+    def matches(self, value: object) -> bool:
+        return isinstance(value, str) and value.startswith(self.pattern)
+
+
+def test_subclassed_matchers_keep_their_own_answers() -> None:
+    column = [{"k": "RM -RF /"}, {"k": "rm -rf /"}, {"k": "xrm"}, {"k": "ls"}]
+    for rule_args in ({"k": _AnyCase("rm -rf")}, {"k": _Prefix("rm")}):
+        expected = [i for i, args in enumerate(column) if match_rule(args, rule_args)]
+        assert compile_rule_columns(rule_args)(column) == expected
+        assert [compile_rule(rule_args)(args) for args in column] == [
+            match_rule(args, rule_args) for args in column
+        ]
+    assert compile_rule_columns({"k": _AnyCase("rm -rf")})(column) == [0, 1]
+    assert compile_rule_columns({"k": _Prefix("rm")})(column) == [1]

@@ -201,8 +201,9 @@ def _always(args: Any) -> bool:
 
 
 def _value_test(expected: Any) -> Callable[[Any], bool]:
-    """``compare_values(expected, value)`` as one callable; a ``$regex`` searched directly."""
-    if isinstance(expected, Search):
+    """``compare_values(expected, value)`` as one callable; a ``$regex`` searched directly
+    (a subclass of :class:`Search` answers through its own ``matches``)."""
+    if expected.__class__ is Search:
         search = expected.compiled.search
 
         def test(value: Any) -> bool:
@@ -330,7 +331,8 @@ def _value_column_test(expected: Any) -> ValueColumnTest:
     """:func:`_value_test` over a column of values; a column of strings is first searched
     as one newline-joined text, so that a batch without a match costs one C-level scan."""
     one_by_one = _one_by_one(expected)
-    if isinstance(expected, Search):
+    # exact types only: a subclass may answer differently from what the shortcut assumes
+    if expected.__class__ is Search:
         prefilter = _newline_prefilter(expected.compiled)
         if prefilter is None:
             return one_by_one
@@ -343,7 +345,7 @@ def _value_column_test(expected: Any) -> ValueColumnTest:
 
         return searched
     needle: str | None = None
-    if isinstance(expected, Contains) and expected.item.__class__ is str:
+    if expected.__class__ is Contains and expected.item.__class__ is str:
         needle = expected.item  # str in str: a substring
     elif expected.__class__ is str:
         needle = expected.strip()  # equal, or equal once stripped: holds the stripped text
@@ -356,7 +358,7 @@ def _value_column_test(expected: Any) -> ValueColumnTest:
             return one_by_one(values)
 
         return contained
-    if isinstance(expected, OneOf) and all(v.__class__ is str for v in expected.values):
+    if expected.__class__ is OneOf and all(v.__class__ is str for v in expected.values):
         choices = frozenset(expected.values)
 
         def chosen(values: list[Any]) -> list[int]:
