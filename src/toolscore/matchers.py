@@ -194,6 +194,20 @@ def _strict_equal(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
+def all_strings(values: list[Any]) -> bool:
+    """Whether every item of ``values`` is exactly a ``str`` (one C-level pass)."""
+    return list(map(type, values)).count(str) == len(values)
+
+
+def lenient_str_misses(expected: str, values: list[Any]) -> bool:
+    """True when ``values`` are all strings and none can equal ``expected`` by
+    :func:`compare_values`' lenient rule (equal, or equal once stripped): a match holds the
+    stripped text, and it is in none of them (one search of their newline-joined text).
+    False means: compare them one by one."""
+    stripped = expected.strip()
+    return bool(stripped) and all_strings(values) and stripped not in "\n".join(values)
+
+
 def compare_values(expected: Any, actual: Any, strict: bool = False) -> bool:
     """Toolscore's value comparison.
 

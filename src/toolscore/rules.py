@@ -27,7 +27,15 @@ from typing import Any
 
 from .calls import ToolCall
 from .errors import RuleFileError
-from .matchers import Contains, Matcher, OneOf, Search, compare_values
+from .matchers import (
+    Contains,
+    Matcher,
+    OneOf,
+    Search,
+    all_strings,
+    compare_values,
+    lenient_str_misses,
+)
 
 __all__ = [
     "OPERATORS",
@@ -323,10 +331,6 @@ def _one_by_one(expected: Any) -> ValueColumnTest:
     return hits
 
 
-def _all_str(values: list[Any]) -> bool:
-    return list(map(type, values)).count(str) == len(values)
-
-
 def _value_column_test(expected: Any) -> ValueColumnTest:
     """:func:`_value_test` over a column of values; a column of strings is first searched
     as one newline-joined text, so that a batch without a match costs one C-level scan."""
@@ -339,21 +343,25 @@ def _value_column_test(expected: Any) -> ValueColumnTest:
         search = prefilter.search
 
         def searched(values: list[Any]) -> list[int]:
-            if _all_str(values) and search("\n".join(values)) is None:
+            if all_strings(values) and search("\n".join(values)) is None:
                 return []
             return one_by_one(values)
 
         return searched
-    needle: str | None = None
+    if expected.__class__ is str:
+        text = expected
+
+        def equal(values: list[Any]) -> list[int]:
+            if lenient_str_misses(text, values):
+                return []
+            return one_by_one(values)
+
+        return equal
     if expected.__class__ is Contains and expected.item.__class__ is str:
         needle = expected.item  # str in str: a substring
-    elif expected.__class__ is str:
-        needle = expected.strip()  # equal, or equal once stripped: holds the stripped text
-    if needle is not None:
-        found = needle
 
         def contained(values: list[Any]) -> list[int]:
-            if _all_str(values) and found not in "\n".join(values):
+            if all_strings(values) and needle not in "\n".join(values):
                 return []
             return one_by_one(values)
 
@@ -362,7 +370,7 @@ def _value_column_test(expected: Any) -> ValueColumnTest:
         choices = frozenset(expected.values)
 
         def chosen(values: list[Any]) -> list[int]:
-            if _all_str(values) and choices.isdisjoint(values):
+            if all_strings(values) and choices.isdisjoint(values):
                 return []
             return one_by_one(values)
 
