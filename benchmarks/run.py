@@ -19,6 +19,13 @@ Usage::
     python benchmarks/run.py [--sizes 1MB,10MB,100MB,1GB] [--layouts json,jsonl]
                              [--forbidden [off|on|both]] [--data-dir benchmarks/data]
                              [--seed 1] [--repeat 1] [--profile]
+                             [--compare PYTHON]
+
+``--compare PYTHON`` measures a second installation of toolscore (another checkout's
+interpreter, e.g. ``../before/.venv/bin/python``) in the same rounds: each round runs the raw
+parse, then every eval of this interpreter and of PYTHON one after the other, so both builds
+see the same machine; the table gets a ``build`` column (``this`` and ``compare``) and the
+ratios of the two.
 """
 
 from __future__ import annotations
@@ -90,6 +97,7 @@ class Row:
     size: str
     layout: str
     rules: int
+    build: str
     calls: int
     bytes: int
     raw_mbps: float
@@ -184,22 +192,26 @@ def raw_rate(path: Path, mode: str, repeat: int = 1) -> tuple[float, int]:
     return best, items
 
 
-def eval_cmd(trace: Path, report: Path, rules: bool, extra: list[str]) -> list[str]:
-    """The ``toolscore eval`` command line that is measured."""
-    cmd = [sys.executable, "-m", "toolscore", "eval", str(GOLD), str(trace), "-o", str(report)]
+def eval_cmd(
+    trace: Path, report: Path, rules: bool, extra: list[str], python: str = sys.executable
+) -> list[str]:
+    """The ``toolscore eval`` command line that is measured, run by ``python``."""
+    cmd = [python, "-m", "toolscore", "eval", str(GOLD), str(trace), "-o", str(report)]
     if rules:
         cmd += ["--forbidden", str(FORBIDDEN)]
     return cmd + extra
 
 
-def measure_eval(trace: Path, rules: bool, extra: list[str]) -> tuple[Proc, str]:
+def measure_eval(
+    trace: Path, rules: bool, extra: list[str], python: str = sys.executable
+) -> tuple[Proc, str]:
     """Run ``toolscore eval`` once; return the measurement and an error text ("" if fine)."""
     fd, name = tempfile.mkstemp(prefix="toolscore-bench-", suffix=".json", dir=trace.parent)
     os.close(fd)
     report = Path(name)
     report.unlink()
     try:
-        proc = run_measured(eval_cmd(trace, report, rules, extra))
+        proc = run_measured(eval_cmd(trace, report, rules, extra, python))
         wrote = report.exists() and report.stat().st_size > 0
     finally:
         report.unlink(missing_ok=True)
@@ -234,26 +246,39 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def table(rows: list[Row]) -> str:
     """The results as a Markdown table, plus RSS ratios 1GB/10MB."""
+    builds = len({r.build for r in rows}) > 1
     head = (
-        "| size | layout | rules | calls | raw MB/s | toolscore MB/s | ratio | calls/s "
-        "| wall s | peak RSS MB |"
+        "| size | layout | rules |"
+        + (" build |" if builds else "")
+        + " calls | raw MB/s | toolscore MB/s | ratio | calls/s | wall s | peak RSS MB |"
     )
-    out = [head, "|" + "---|" * 10]
+    out = [head, "|" + "---|" * (11 if builds else 10)]
     for r in rows:
+        build = f" {r.build} |" if builds else ""
         out.append(
-            f"| {r.size} | {r.layout} | {r.rules} | {r.calls:,} | {r.raw_mbps:.1f}{r.raw_alt} "
+            f"| {r.size} | {r.layout} | {r.rules} |{build} {r.calls:,} "
+            f"| {r.raw_mbps:.1f}{r.raw_alt} "
             f"| {_fmt(r.mbps, '.1f')} | {_fmt(r.ratio, '.0%')} | {_fmt(r.calls_per_s, ',.0f')} "
             f"| {_fmt(r.eval_seconds, '.2f')} | {_fmt(r.rss_mb, '.1f')}"
             f"{' (' + r.error + ')' if r.error else ''} |"
         )
-    by_key = {(r.size.upper(), r.layout, r.rules): r for r in rows}
+    by_key = {(r.size.upper(), r.layout, r.rules, r.build): r for r in rows}
     ratios = []
-    for (size, layout, rules), r in by_key.items():
-        small = by_key.get(("10MB", layout, rules))
+    for (size, layout, rules, build), r in by_key.items():
+        small = by_key.get(("10MB", layout, rules, build))
         if size == "1GB" and small and r.rss_mb and small.rss_mb:
             ratios.append(
-                f"- RSS 1GB/10MB, {layout}, {rules} rules: {r.rss_mb:.1f} / {small.rss_mb:.1f} MB "
-                f"= {r.rss_mb / small.rss_mb:.2f}x"
+                f"- RSS 1GB/10MB, {layout}, {rules} rules"
+                + (f", {build}" if builds else "")
+                + f": {r.rss_mb:.1f} / {small.rss_mb:.1f} MB = {r.rss_mb / small.rss_mb:.2f}x"
+            )
+    for (size, layout, rules, build), r in by_key.items():
+        other = by_key.get((size, layout, rules, "compare"))
+        if build == "this" and other and r.eval_seconds and other.eval_seconds:
+            ratios.append(
+                f"- this/compare, {size} {layout}, {rules} rules: throughput "
+                f"{other.eval_seconds / r.eval_seconds:.3f}x, peak RSS "
+                f"{(r.rss_mb or 0.0) / (other.rss_mb or 1.0):.3f}x"
             )
     return "\n".join(out + (["", *ratios] if ratios else []))
 
@@ -304,7 +329,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-args", default="", help="extra arguments for toolscore eval")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile top 25")
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--compare",
+        metavar="PYTHON",
+        help="also measure the toolscore installed for this interpreter, interleaved",
+    )
     ns = parser.parse_args(argv)
+    builds = {"this": sys.executable, **({"compare": ns.compare} if ns.compare else {})}
 
     sizes = [s.strip() for s in ns.sizes.split(",") if s.strip()]
     layouts: list[Layout] = []
@@ -323,6 +354,16 @@ def main(argv: list[str] | None = None) -> int:
     import toolscore
 
     compileall.compile_dir(str(Path(toolscore.__file__).parent), quiet=1)
+    if ns.compare:
+        subprocess.run(
+            [
+                ns.compare,
+                "-c",
+                "import compileall, pathlib, toolscore; compileall.compile_dir("
+                "str(pathlib.Path(toolscore.__file__).parent), quiet=1)",
+            ],
+            check=True,
+        )
     base = run_measured([sys.executable, "-m", "toolscore", "--version"])
     print(f"toolscore start-up: {base.seconds:.2f}s, {base.max_rss_mb:.1f} MB RSS")
     rows: list[Row] = []
@@ -336,30 +377,33 @@ def main(argv: list[str] | None = None) -> int:
             # ratio alike; the fastest of each over the rounds counts.
             raw = alt = 0.0
             items = 0
-            best: dict[bool, Proc | None] = dict.fromkeys(rule_modes)
-            errors: dict[bool, str] = dict.fromkeys(rule_modes, "")
+            cases = [(rules, build) for rules in rule_modes for build in builds]
+            best: dict[tuple[bool, str], Proc | None] = dict.fromkeys(cases)
+            errors: dict[tuple[bool, str], str] = dict.fromkeys(cases, "")
             for _ in range(max(1, ns.repeat)):
                 rate, items = raw_rate(trace, mode)
                 raw = max(raw, rate)
                 if layout == "jsonl":
                     alt = max(alt, raw_rate(trace, "ijson-lines")[0])
-                for rules in rule_modes:
-                    if errors[rules]:
+                for case in cases:
+                    if errors[case]:
                         continue
-                    proc, errors[rules] = measure_eval(trace, rules, extra)
-                    kept = best[rules]
-                    if not errors[rules] and (kept is None or proc.seconds < kept.seconds):
-                        best[rules] = proc
+                    proc, errors[case] = measure_eval(trace, case[0], extra, builds[case[1]])
+                    kept = best[case]
+                    if not errors[case] and (kept is None or proc.seconds < kept.seconds):
+                        best[case] = proc
             if items != calls:
                 print(f"  warning: raw parse read {items} items, the generator wrote {calls}")
             raw_alt = f" ({alt:.1f})" if layout == "jsonl" else ""
-            for rules in rule_modes:
-                error = errors[rules]
-                fastest = best[rules]
+            for case in cases:
+                rules = case[0]
+                error = errors[case]
+                fastest = best[case]
                 row = Row(
                     size,
                     layout,
                     len(json.loads(FORBIDDEN.read_text())) if rules else 0,
+                    case[1],
                     calls,
                     trace.stat().st_size,
                     raw,
@@ -369,8 +413,8 @@ def main(argv: list[str] | None = None) -> int:
                     error,
                 )
                 rows.append(row)
-                print(table([row]).splitlines()[-1], flush=True)
-                if ns.profile and not error:
+                print(f"{case[1]:>7} " + table([row]).splitlines()[-1], flush=True)
+                if ns.profile and not error and case[1] == "this":
                     profiles.append(
                         f"### {trace.name}, {row.rules} rules\n\n```\n"
                         f"{profile(trace, rules, extra)}\n```"
