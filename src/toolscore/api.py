@@ -190,15 +190,15 @@ def evaluate_trace(
     gold_file: GoldInput,
     trace_file: str | os.PathLike[str] | IO[bytes],
     format: str = "auto",
-    weights: Mapping[str, float] | None = None,
+    validate_side_effects: bool = True,
+    judge: bool = False,
     forbidden: RulesInput = None,
+    weights: Mapping[str, float] | None = None,
     *,
     strict: bool = False,
     on_finding: FindingSink | None = None,
     on_calls: CallSink | None = None,
     keep_calls: bool = False,
-    validate_side_effects: bool = True,
-    judge: bool = False,
     workers: int | None = 1,
     on_bytes: Callable[[int], None] | None = None,
 ) -> EvaluationResult:
@@ -213,19 +213,25 @@ def evaluate_trace(
     the same result (see :mod:`toolscore.parallel`); other traces are read in one. Fork only
     from a process without other threads running.
 
+    The positional order is Toolscore 1.10's (``gold_file, trace_file, format,
+    validate_side_effects, judge, forbidden, weights``), so ``evaluate_trace(g, t, "auto",
+    False)`` works as it did there.
+
     Args:
         gold_file: the gold file (or the expected calls themselves).
         trace_file: a path (``-`` for stdin; ``.gz`` is decompressed) or a binary file.
         format: ``auto`` or a format name (see ``toolscore.sources.FORMATS``).
-        weights: score weights, merged with the defaults and renormalized.
+        validate_side_effects: accepted for Toolscore compatibility; side-effect validators
+            are not run by toolscore (they touch the local file system). A gold file's
+            ``side_effects`` are not silently dropped: ``result.notes`` says they were not
+            checked (the CLI prints it, the JSON report keeps it).
+        judge: the LLM judge is not part of toolscore; ``True`` raises ``UsageError``.
         forbidden: a rule file's path or rules in Python form.
+        weights: score weights, merged with the defaults and renormalized.
         strict: compare argument types exactly.
         on_finding: receives each batch's findings as soon as they are known.
         on_calls: receives the completed calls in index order (the JSON report's spool).
         keep_calls: keep every call on the result (memory then grows with the trace).
-        validate_side_effects: accepted for Toolscore compatibility; side-effect validators
-            are not run by toolscore (they touch the local file system).
-        judge: the LLM judge is not part of toolscore; ``True`` raises ``UsageError``.
         workers: processes to read a large trace with (see above).
         on_bytes: told how many bytes of the file each read took, in every process
             (for a progress bar).

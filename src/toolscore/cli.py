@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import typer.main
 
 from ._exitcodes import EXIT_ERROR, Outcome, exit_code
 
@@ -354,6 +355,17 @@ def final_status(result: ReportResult, opts: EvalOptions, threshold: float | str
     return exit_code(outcome)
 
 
+def print_notes(console: Any, result: Any) -> None:
+    """Print the result's notes (gold ``side_effects`` not run...), one ``NOTE`` line each."""
+    from rich.text import Text
+
+    from .redact import redact_secrets
+
+    for note in getattr(result, "notes", ()):
+        console.print(Text(f"NOTE {redact_secrets(note)}", style="yellow"))
+        console.print()
+
+
 def _os_error(exc: OSError) -> str:
     if exc.filename is not None and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
@@ -367,6 +379,7 @@ def _print_summary(result: ReportResult, opts: EvalOptions) -> None:
 
     console = make_console()
     console.print(EvalSummary(result, verbose=opts.verbose))
+    print_notes(console, result)
     console.print(Text(f"> JSON report: {opts.output}"))
     if opts.html:
         console.print(Text(f"> HTML report: {opts.html}"))
@@ -482,14 +495,49 @@ def _register_extra_commands() -> None:
         importlib.import_module(module).register(app)
 
 
-def main() -> None:
-    """The console-script entry point."""
-    _register_extra_commands()
-    # A run allocates millions of short-lived objects that reference counting frees; the
-    # cyclic collector need not rescan the modules loaded so far each time it runs.
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 50)
-    app(prog_name="toolscore")
+def _command() -> Any:
+    """The whole command line as a click-style command (typer's), extra commands registered."""
+    global _COMMAND
+    if _COMMAND is None:
+        _register_extra_commands()
+        _COMMAND = typer.main.get_command(app)
+    return _COMMAND
+
+
+_COMMAND: Any = None
+
+
+class _Main:
+    """``toolscore.cli.main``: the console-script entry point, and a command that click's
+    ``CliRunner`` drives as it drove Toolscore's ``main`` group:
+    ``CliRunner().invoke(main, ["eval", "gold.json", "trace.json"])``.
+
+    Typer (0.29 on) carries its own copy of click, so this is not a ``click.Command``; it has
+    what ``CliRunner.invoke`` uses: ``name`` and ``main(args, prog_name, standalone_mode,
+    ...)``, which runs the typer application.
+    """
+
+    name = "toolscore"
+
+    def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
+        """Run the command line on ``args`` (``sys.argv[1:]`` when None), as click's
+        ``Command.main`` does (``standalone_mode`` and the other keywords are passed on)."""
+        return _command().main(args=args, prog_name=prog_name or "toolscore", **extra)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _command()
+        # A run allocates millions of short-lived objects that reference counting frees; the
+        # cyclic collector need not rescan the modules loaded so far each time it runs.
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 50)
+        return self.main(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return "<toolscore command line>"
+
+
+main = _Main()
+"""The console-script entry point (``toolscore``), also a command for click's ``CliRunner``."""
 
 
 EXTRA_COMMANDS += ("toolscore._watch_cli",)  # toolscore watch (issue 4)

@@ -17,7 +17,7 @@ from typing import Any
 from .calls import ToolCall
 from .errors import GoldFileError
 
-__all__ = ["calls_from_dicts", "gold_from_dicts", "load_gold"]
+__all__ = ["calls_from_dicts", "gold_from_dicts", "load_gold", "side_effect_note"]
 
 _SHAPE = 'Gold standard must be a JSON array of tool calls (or an object whose "calls" is one)'
 
@@ -79,6 +79,37 @@ def load_gold(path: str | os.PathLike[str]) -> list[ToolCall]:
             ToolCall(tool=tool, args=item.get("args"), metadata=metadata, index=len(calls))
         )
     return calls
+
+
+def side_effect_note(gold: Iterable[ToolCall]) -> str | None:
+    """The note shown when gold calls carry ``side_effects``, which toolscore does not check.
+
+    Toolscore 1.10 ran its validators (``http_ok``, ``file_exists``, ``sql_rows``) on them;
+    toolscore does not (they touch the network and the local file system), and says so rather
+    than dropping them silently.
+
+    Returns:
+        One line naming the checks and their calls, or ``None`` when no gold call has any.
+    """
+    checks: dict[str, list[str]] = {}
+    total = 0
+    for call in gold:
+        effects = call.metadata.get("side_effects") if call.metadata else None
+        if not isinstance(effects, dict) or not effects:
+            continue
+        for name in effects:
+            total += 1
+            checks.setdefault(str(name), []).append(call.tool)
+    if not total:
+        return None
+    named = ", ".join(
+        f"{name} on {', '.join(dict.fromkeys(tools))}" for name, tools in sorted(checks.items())
+    )
+    noun = "check was" if total == 1 else "checks were"
+    return (
+        f"{total} side-effect {noun} not run ({named}): toolscore does not run side-effect "
+        "validators; they are not part of the score"
+    )
 
 
 def _metadata(item: dict[str, Any]) -> dict[str, Any]:

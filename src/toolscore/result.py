@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from .calls import Finding, ToolCall
 from .checks._base import BaseCheck
 from .errors import InputError
+from .gold import side_effect_note
 from .verdict import letter_grade
 
 __all__ = [
@@ -280,6 +281,13 @@ class EvaluationResult:
         return self._input_error
 
     @property
+    def notes(self) -> list[str]:
+        """Things the reader should know that are neither findings nor metrics: gold-file
+        ``side_effects`` that were not checked (see :func:`toolscore.gold.side_effect_note`)."""
+        note = side_effect_note(self.gold_calls)
+        return [] if note is None else [note]
+
+    @property
     def complete(self) -> bool:
         """False when the trace could not be read to its end."""
         return self._input_error is None
@@ -287,9 +295,10 @@ class EvaluationResult:
     def to_dict(self) -> dict[str, Any]:
         """The JSON record (Toolscore's ``schema_version`` 2 layout), strict-JSON safe.
 
-        Two additions: when reading stopped at an input error, a top-level ``"incomplete"``
+        Three additions: when reading stopped at an input error, a top-level ``"incomplete"``
         key holds the error (``type``, ``path``, ``line``, ``offset``, ``message``); when parts
-        of the trace were skipped as unreadable, ``"input_problems"`` counts them.
+        of the trace were skipped as unreadable, ``"input_problems"`` counts them; ``"notes"``
+        lists :attr:`notes` when there are any.
         """
         actual = [] if self.trace_calls is None else [call_record(c) for c in self.trace_calls]
         record: dict[str, Any] = {
@@ -310,6 +319,9 @@ class EvaluationResult:
             record["incomplete"] = json_safe(self._input_error.to_json())
         if self.input_problems:
             record["input_problems"] = self.input_problems
+        notes = self.notes
+        if notes:
+            record["notes"] = notes
         return record
 
     def behavior_findings(self) -> list[tuple[str, str]]:
