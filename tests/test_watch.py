@@ -353,7 +353,8 @@ def test_finding_line_format() -> None:
     finding = Finding("policy", "forbidden_call", "error", "call 12 run_shell matches rule 1")
     assert format_finding(finding, 12) == "[calls 12] ERROR    call 12 run_shell matches rule 1"
     warn = Finding("errors", "failed_call", "warning", "call 3 x failed:\nboom")
-    assert format_finding(warn, 3, 0.69) == "[calls 3 | score 69.0%] WARNING  call 3 x failed: boom"
+    line = format_finding(warn, 3, 0.69)
+    assert line == "[calls 3 | score 69.0%] WARNING  call 3 x failed:\\nboom"
     leak = Finding("x", "y", "info", "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd")
     assert "AbCdEf" not in format_finding(leak, 1)
 

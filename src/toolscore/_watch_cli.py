@@ -84,12 +84,13 @@ class WatchOptions:
 def format_finding(finding: Finding, calls: int, score: float | None = None) -> str:
     """One finding's line: ``[calls N] SEVERITY  message`` (with ``| score S`` when given).
 
-    The message is redacted again here, so the line is safe whatever check emitted it.
+    The message is redacted again here, and its control characters and newlines shown escaped
+    (:func:`toolscore.sanitize.shown`), so the line is safe whatever check emitted it.
     """
-    from .redact import redact_secrets
+    from .sanitize import shown
 
     prefix = f"[calls {calls}]" if score is None else f"[calls {calls} | score {score:.1%}]"
-    message = " ".join(redact_secrets(finding.message).splitlines())
+    message = shown(finding.message)
     return f"{prefix} {finding.severity.upper():<7}  {message}"
 
 

@@ -66,9 +66,9 @@ app = typer.Typer(
 
 def error_line(message: str) -> None:
     """Print ``toolscore: error: {message}`` (redacted, on one line) to stderr."""
-    from .redact import redact_secrets
+    from .sanitize import shown
 
-    text = " ".join(redact_secrets(message).splitlines())
+    text = shown(message)
     sys.stderr.write(f"toolscore: error: {text}\n")
     sys.stderr.flush()
 
@@ -359,10 +359,10 @@ def print_notes(console: Any, result: Any) -> None:
     """Print the result's notes (gold ``side_effects`` not run...), one ``NOTE`` line each."""
     from rich.text import Text
 
-    from .redact import redact_secrets
+    from .sanitize import shown
 
     for note in getattr(result, "notes", ()):
-        console.print(Text(f"NOTE {redact_secrets(note)}", style="yellow"))
+        console.print(Text(f"NOTE {shown(note)}", style="yellow"))
         console.print()
 
 
@@ -376,15 +376,16 @@ def _print_summary(result: ReportResult, opts: EvalOptions) -> None:
     from rich.text import Text
 
     from .reports.console import EvalSummary, make_console
+    from .sanitize import visible
 
     console = make_console()
     console.print(EvalSummary(result, verbose=opts.verbose))
     print_notes(console, result)
-    console.print(Text(f"> JSON report: {opts.output}"))
+    console.print(Text(f"> JSON report: {visible(opts.output)}"))
     if opts.html:
-        console.print(Text(f"> HTML report: {opts.html}"))
+        console.print(Text(f"> HTML report: {visible(opts.html)}"))
     if opts.markdown:
-        console.print(Text(f"> Markdown report: {opts.markdown}"))
+        console.print(Text(f"> Markdown report: {visible(opts.markdown)}"))
     console.print()
     console.file.flush()
 

@@ -36,6 +36,8 @@ def _check_range(min_score: float) -> None:
 
 
 def _failure_text(result: EvaluationResult, min_score: float) -> str:
+    from .sanitize import visible
+
     lines = ["Expected vs actual tool calls:"]
     gold = result.gold_calls
     trace = result.trace_calls or []
@@ -43,6 +45,7 @@ def _failure_text(result: EvaluationResult, min_score: float) -> str:
         exp = gold[i].tool if i < len(gold) else "— EXTRA —"
         act = trace[i].tool if i < len(trace) else "— MISSING —"
         mark = "✓" if exp == act else "≠"
+        exp, act = visible(exp), visible(act)  # one line each, no control codes
         lines.append(f"  {i + 1:>3}  {exp:<30} {act:<30} {mark}")
     lines.append(
         f"score {result.score:.2f} < {min_score:.2f} required  ·  "

@@ -70,7 +70,8 @@ def test_every_credential_is_redacted() -> None:
     error = TruncatedTrace("trace.json", f"bad value near {PLANTED['openai_api_key'][0]}", line=3)
     text = render_markdown(make_result(metrics, error=error))
     assert "[REDACTED aws_access_key_id: AKIA…LE]" in text
-    assert "- **Trace incomplete:** trace.json:3: bad value near [REDACTED" in text
+    # redacted first, then escaped as Markdown text: the marker's brackets are escaped
+    assert "- **Trace incomplete:** trace.json:3: bad value near \\[REDACTED" in text
     assert_no_secrets(text)
 
 

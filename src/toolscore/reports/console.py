@@ -23,7 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..redact import redact_secrets
+from ..sanitize import shown
 from . import ReportResult, input_lines, number, required_counts, section, verdict_word
 from ._issues import top_issues
 
@@ -238,10 +238,10 @@ class EvalSummary:
         yield Text("Top issues to fix", style="bold")
         for number_, issue in enumerate(issues, 1):
             line = Text(f"  {number_}. ")
-            line.append(issue.tool, style="bold")
-            line.append(f"  {issue.problem}")
+            line.append(shown(issue.tool), style="bold")
+            line.append(f"  {shown(issue.problem)}")
             yield line
-            yield Text(f"     -> {issue.fix}", style="dim")
+            yield Text(f"     -> {shown(issue.fix)}", style="dim")
         if total > len(issues):
             yield Text(f"  ... and {total - len(issues)} more issue(s).", style="dim")
         yield Text()
@@ -266,7 +266,7 @@ class EvalSummary:
         for severity, message in lines[: self.max_findings]:
             line = Text("  ")
             line.append(f"{severity.upper():<7}", style=_SEVERITY_STYLE.get(severity, ""))
-            line.append(f"  {redact_secrets(message)}")
+            line.append(f"  {shown(message)}")
             yield line
         rest = max(len(lines) - self.max_findings, 0) + hidden
         if rest > 0:
@@ -280,8 +280,7 @@ class EvalSummary:
         count = self.result.trace_calls_count
         noun = "call" if count == 1 else "calls"
         yield Text(
-            f"Trace incomplete: {redact_secrets(str(error))} — "
-            f"evaluated the {count} {noun} read before it",
+            f"Trace incomplete: {shown(str(error))} — evaluated the {count} {noun} read before it",
             style="bold red",
         )
         yield Text()

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ..redact import redact_secrets
+from ..sanitize import shown
 from . import ReportResult, failed_calls, input_lines, number, required_counts, section
 from ._issues import top_issues
 
@@ -41,8 +42,9 @@ footer{margin-top:3rem;color:#59636e;font-size:.85rem}
 
 
 def _t(text: object) -> str:
-    """Data as safe HTML text: redacted, then escaped."""
-    return html.escape(redact_secrets(str(text)))
+    """Data as safe HTML text: redacted, control characters shown escaped
+    (:func:`toolscore.sanitize.visible`), then HTML-escaped."""
+    return html.escape(shown(str(text)))
 
 
 def _grade_class(value: float) -> str:
@@ -62,10 +64,10 @@ def _card(label: str, value: str, css: str = "") -> str:
 
 
 def _list_items(items: list[str]) -> str:
-    shown = [f"<li>{_t(item)}</li>" for item in items[:MAX_LIST]]
+    rows = [f"<li>{_t(item)}</li>" for item in items[:MAX_LIST]]
     if len(items) > MAX_LIST:
-        shown.append(f"<li>... and {len(items) - MAX_LIST} more (see the JSON report)</li>")
-    return "".join(shown)
+        rows.append(f"<li>... and {len(items) - MAX_LIST} more (see the JSON report)</li>")
+    return "".join(rows)
 
 
 def _finding_list(lines: list[tuple[str, str]], hidden: int = 0) -> list[str]:

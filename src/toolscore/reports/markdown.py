@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from ..redact import redact_secrets
+from ..sanitize import shown
 from . import ReportResult, failed_calls, input_lines, number, required_counts, section
 from ._issues import top_issues
 
@@ -30,8 +31,10 @@ _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*[]<>|"})
 
 
 def md_text(text: str) -> str:
-    """Escape the characters that would turn data into Markdown or HTML markup."""
-    return text.replace("\r", " ").replace("\n", " ").translate(_MD_SPECIAL)
+    """Data as Markdown text: redacted, control characters and newlines shown escaped
+    (:func:`toolscore.sanitize.visible`), and the characters that would turn it into Markdown
+    or HTML markup escaped."""
+    return shown(text).translate(_MD_SPECIAL)
 
 
 def _status(value: float) -> str:
@@ -61,15 +64,17 @@ def compact_metrics(metrics: Mapping[str, Any], limit: int = MAX_LIST) -> dict[s
         if key == "trajectory_details" and isinstance(value, list):
             return f"{len(value)} steps (see the JSON report)"
         if isinstance(value, Mapping):
-            return {str(k): shrink(v, str(k)) for k, v in value.items() if str(k) != "args"}
+            return {shown(str(k)): shrink(v, str(k)) for k, v in value.items() if str(k) != "args"}
         if isinstance(value, (list, tuple)):
             items = [shrink(v) for v in value[:limit]]
             if len(value) > limit:
                 items.append(f"... and {len(value) - limit} more (see the JSON report)")
             return items
+        if isinstance(value, str):
+            return shown(value)
         return value
 
-    return {str(k): shrink(v, str(k)) for k, v in metrics.items()}
+    return {shown(str(k)): shrink(v, str(k)) for k, v in metrics.items()}
 
 
 def _json(value: Any) -> str:
@@ -163,11 +168,11 @@ def render_markdown(result: ReportResult, *, now: datetime | None = None) -> str
     if missing or extra:
         out += ["## 🧰 Tool Coverage", ""]
         if missing:
-            shown = ", ".join(md_text(str(t)) for t in _cap(missing, MAX_LIST))
-            out.append(f"- **Missing tools:** {shown}")
+            names = ", ".join(md_text(str(t)) for t in _cap(missing, MAX_LIST))
+            out.append(f"- **Missing tools:** {names}")
         if extra:
-            shown = ", ".join(md_text(str(t)) for t in _cap(extra, MAX_LIST))
-            out.append(f"- **Extra tools:** {shown}")
+            names = ", ".join(md_text(str(t)) for t in _cap(extra, MAX_LIST))
+            out.append(f"- **Extra tools:** {names}")
         out.append("")
 
     out += ["## 📋 All Metrics", "", "<details>", "<summary>Click to expand</summary>", ""]
