@@ -277,27 +277,27 @@ def test_evaluate_trace_with_workers_gives_the_result_of_one_process(
     assert sum(seen) == path.stat().st_size  # every part's bytes, told to the main process
 
 
-def test_a_finding_row_moves_its_call_and_line_numbers() -> None:
+def test_a_finding_moves_by_its_fields_and_its_message_follows() -> None:
     retry = Finding(
-        "errors", "retry_after_error", "warning",
-        "call 3 fetch repeats failed call 2 with the same arguments", 2, "fetch",
-        Location("t.jsonl", 3),
+        "errors", "retry_after_error", "warning", None, 2, "fetch", Location("t.jsonl", 3),
+        template="call {call} {tool} repeats failed call {previous} with the same arguments",
     )  # fmt: skip
     bad = Finding(
-        "input",
-        "malformed_line",
-        "error",
-        "t.jsonl:7: not JSON",
-        None,
-        None,
-        Location("t.jsonl", 7),
-    )
+        "input", "malformed_line", "error", None, None, None, Location("t.jsonl", 7),
+        detail="not JSON", template="{location}: {detail}",
+    )  # fmt: skip
     plain = Finding("secrets", "aws_access_key", "error", "call 1 x: key", 0, "x", None, "AKIA...")
     for finding in (retry, bad, plain):
-        assert Finding.from_row(finding.row()) == finding
-        assert finding.shifted(0, 0) == finding
-    moved = Finding.from_row(retry.row(), 10, 20)
+        assert Finding.from_values(finding.values()) == finding
+        assert finding.moved(0, 0) == finding
+    assert retry.message == "call 3 fetch repeats failed call 2 with the same arguments"
+    moved = Finding.from_values(retry.values()).moved(10, 20)
     assert moved.message == "call 13 fetch repeats failed call 12 with the same arguments"
     assert (moved.call_index, moved.location) == (12, Location("t.jsonl", 23))
-    assert Finding.from_row(bad.row(), 10, 20).message == "t.jsonl:27: not JSON"
-    assert Finding.from_row(plain.row(), 10, 20).message == "call 11 x: key"
+    assert bad.moved(10, 20).message == "t.jsonl:27: not JSON"
+    # a plain message is text, not fields: it stays as it is, only the fields move
+    assert plain.moved(10, 20).message == "call 1 x: key"
+    assert plain.moved(10, 20).call_index == 10
+    # a brace in a field is text, not a placeholder
+    odd = Finding("x", "y", "info", None, 0, "t", detail="{call}", template="{tool}: {detail}")
+    assert odd.message == "t: {call}"

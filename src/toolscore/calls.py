@@ -16,11 +16,12 @@ if TYPE_CHECKING:
 __all__ = ["Batch", "ExpectedCall", "Finding", "Location", "Severity", "ToolCall"]
 
 Severity = Literal["error", "warning", "info"]
-FindingRow = tuple[
-    str, str, Severity, str, int | None, str | None, str | None, int | None, int | None, str | None
-]
-"""A :class:`Finding` as plain values: check, kind, severity, message, call index, tool, the
-location's source, line and offset, preview."""
+FindingValues = tuple[
+    str, str, Severity, int | None, str | None, tuple[str, int | None, int | None] | None,
+    str | None, int | None, str | None, str | None, str | None,
+]  # fmt: skip
+"""A :class:`Finding` as plain values (:meth:`Finding.values`): check, kind, severity, call
+index, tool, location (source, line, offset), preview, rule, path, detail, template."""
 
 
 @dataclass(slots=True)
@@ -95,11 +96,21 @@ class ToolCall:
 ExpectedCall = ToolCall
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, frozen=True, init=False, eq=False)
 class Finding:
-    """Something a check noticed, reported the moment it is known.
+    """Something a check noticed, reported the moment it is known: a structured value.
 
-    Findings never hold raw arguments: ``message`` and ``preview`` are safe to print.
+    A finding is its fields (what kind of thing, which call, which line, which tool, which
+    rule, which argument path...); its :attr:`message` is rendered from them where it is
+    shown, from a ``template`` whose ``{names}`` are the fields (see :meth:`render`). So a
+    finding moves (:meth:`moved`: a part of a trace read on its own, numbered from 0) by
+    changing its numbers, never its text. A finding made from a plain ``message`` (a user
+    check's) shows that text as it is.
+
+    Findings never hold raw arguments: every field a template shows is safe to print.
+
+    Two findings are equal when they say the same thing about the same call: same check,
+    kind, severity, rendered message, call index, tool, location and preview.
     """
 
     check: str
@@ -108,60 +119,154 @@ class Finding:
     """What it is within the check: ``failed_call``, ``retry_after_error``, a credential kind,
     ``forbidden_call``, ``malformed_line``..."""
     severity: Severity
-    message: str
-    """One human-readable line, already redacted."""
-    call_index: int | None = None
+    call_index: int | None
     """0-based index of the call concerned, when there is one."""
-    tool: str | None = None
-    location: Location | None = None
-    preview: str | None = None
+    tool: str | None
+    location: Location | None
+    preview: str | None
     """A redacted preview of the offending value (credentials)."""
+    rule: int | None
+    """0-based index of the forbidden rule matched."""
+    path: str | None
+    """The argument's path (``headers.Authorization``), redacted."""
+    detail: str | None
+    """Free text the template shows as ``{detail}``: a (redacted) error message, a rule's
+    reason, what is wrong with a line; the whole message when there is no template."""
+    template: str | None
+    """How the message is rendered from the fields (:meth:`render`); None: ``detail`` as is."""
 
-    def row(self) -> FindingRow:
-        """The finding as a tuple of plain values (:meth:`from_row` turns it back): what a
-        part of a trace read in another process sends, pickled ten times faster than the
-        object."""
+    def __init__(
+        self,
+        check: str,
+        kind: str,
+        severity: Severity,
+        message: str | None = None,
+        call_index: int | None = None,
+        tool: str | None = None,
+        location: Location | None = None,
+        preview: str | None = None,
+        *,
+        rule: int | None = None,
+        path: str | None = None,
+        detail: str | None = None,
+        template: str | None = None,
+    ) -> None:
+        if message is not None:
+            if template is not None or detail is not None:
+                raise TypeError("a Finding takes a message, or a template and its fields")
+            detail = message
+        setattr_ = object.__setattr__
+        setattr_(self, "check", check)
+        setattr_(self, "kind", kind)
+        setattr_(self, "severity", severity)
+        setattr_(self, "call_index", call_index)
+        setattr_(self, "tool", tool)
+        setattr_(self, "location", location)
+        setattr_(self, "preview", preview)
+        setattr_(self, "rule", rule)
+        setattr_(self, "path", path)
+        setattr_(self, "detail", detail)
+        setattr_(self, "template", template)
+
+    @property
+    def message(self) -> str:
+        """One human-readable line, already redacted: :meth:`render`."""
+        return self.render()
+
+    def render(self) -> str:
+        """The message: ``template`` with its ``{names}`` filled from the fields.
+
+        Names: ``call`` (1-based call number), ``previous`` (the call before it, 1-based),
+        ``tool``, ``kind``, ``rule`` (1-based), ``path``, ``preview``, ``detail``,
+        ``location`` (``file:line`` or ``file: byte N``), ``source``, ``line``. The fields'
+        values are inserted as they are (a brace in a detail is not a placeholder).
+        """
+        template = self.template
+        if template is None:
+            return self.detail or ""
+        index = self.call_index
         loc = self.location
-        if loc is None:
-            return (self.check, self.kind, self.severity, self.message, self.call_index,
-                    self.tool, None, None, None, self.preview)  # fmt: skip
-        return (self.check, self.kind, self.severity, self.message, self.call_index,
-                self.tool, loc.source, loc.line, loc.offset, self.preview)  # fmt: skip
-
-    @staticmethod
-    def from_row(row: FindingRow, calls: int = 0, lines: int = 0) -> Finding:
-        """The finding of :meth:`row`, moved ``calls`` calls and ``lines`` lines further on
-        (see :meth:`shifted`)."""
-        check, kind, severity, message, index, tool, source, line, offset, preview = row
-        if index is not None and calls:
-            new = index + calls
-            old = f"call {index + 1} "
-            if message.startswith(old):
-                message = f"call {new + 1} {message[len(old) :]}"
-            if kind == "retry_after_error":
-                message = message.replace(
-                    f" repeats failed call {index} ", f" repeats failed call {new} ", 1
-                )
-            index = new
-        if source is None:
-            return Finding(check, kind, severity, message, index, tool, None, preview)
-        if line is not None and lines:
-            old = f"{source}:{line}: "  # how the location prints (Location.__str__)
-            line += lines
-            if message.startswith(old):
-                message = f"{source}:{line}: {message[len(old) :]}"
-        return Finding(
-            check, kind, severity, message, index, tool, Location(source, line, offset), preview
+        return template.format(
+            call=None if index is None else index + 1,
+            previous=index,
+            tool=self.tool,
+            kind=self.kind,
+            rule=None if self.rule is None else self.rule + 1,
+            path=self.path,
+            preview=self.preview,
+            detail=self.detail,
+            location=loc,
+            source=None if loc is None else loc.source,
+            line=None if loc is None else loc.line,
         )
 
-    def shifted(self, calls: int, lines: int) -> Finding:
-        """The same finding for a part of a trace read on its own: its call ``calls`` and its
-        line ``lines`` further on (the message's numbers too).
+    def moved(self, calls: int, lines: int) -> Finding:
+        """The same finding ``calls`` calls and ``lines`` lines further on: how a finding of
+        a part of a trace read on its own (numbered from 0) takes its place in the whole.
+        Only the numbers change; the message follows, being rendered from them."""
+        index = self.call_index
+        loc = self.location
+        if index is not None and calls:
+            index += calls
+        if loc is not None and loc.line is not None and lines:
+            loc = Location(loc.source, loc.line + lines, loc.offset)
+        if index is self.call_index and loc is self.location:
+            return self
+        return Finding(
+            self.check,
+            self.kind,
+            self.severity,
+            None,
+            index,
+            self.tool,
+            loc,
+            self.preview,
+            rule=self.rule,
+            path=self.path,
+            detail=self.detail,
+            template=self.template,
+        )
 
-        Every message that names a call starts with ``call N`` (1-based), a retry's also says
-        ``repeats failed call N-1``, and a message about a line starts with its location.
-        """
-        return Finding.from_row(self.row(), calls, lines)
+    def values(self) -> FindingValues:
+        """The finding as a tuple of plain values (:meth:`from_values` turns it back): what
+        a part of a trace read in another process sends, pickled ten times faster than the
+        object."""
+        loc = self.location
+        return (self.check, self.kind, self.severity, self.call_index, self.tool,
+                None if loc is None else (loc.source, loc.line, loc.offset),
+                self.preview, self.rule, self.path, self.detail, self.template)  # fmt: skip
+
+    @staticmethod
+    def from_values(values: FindingValues) -> Finding:
+        """The finding of :meth:`values`."""
+        check, kind, severity, index, tool, loc, preview, rule, path, detail, template = values
+        location = None if loc is None else Location(*loc)
+        return Finding(
+            check, kind, severity, None, index, tool, location, preview,
+            rule=rule, path=path, detail=detail, template=template,
+        )  # fmt: skip
+
+    def _view(self) -> tuple[Any, ...]:
+        return (self.check, self.kind, self.severity, self.render(), self.call_index,
+                self.tool, self.location, self.preview)  # fmt: skip
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Finding):
+            return NotImplemented
+        return self._view() == other._view()
+
+    def __hash__(self) -> int:
+        loc = self.location
+        where = None if loc is None else (loc.source, loc.line, loc.offset)
+        view = self._view()
+        return hash((*view[:6], where, view[7]))
+
+    def __repr__(self) -> str:
+        return (
+            f"Finding(check={self.check!r}, kind={self.kind!r}, severity={self.severity!r}, "
+            f"message={self.render()!r}, call_index={self.call_index!r}, tool={self.tool!r}, "
+            f"location={self.location!r}, preview={self.preview!r})"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The finding as a JSON-safe dict (the findings stream's line)."""
@@ -170,7 +275,7 @@ class Finding:
             "check": self.check,
             "kind": self.kind,
             "severity": self.severity,
-            "message": self.message,
+            "message": self.render(),
             "call_index": self.call_index,
             "tool": self.tool,
             "location": None

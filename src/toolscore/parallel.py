@@ -17,7 +17,8 @@ The merge:
   calls before the part;
 - a retry across the boundary (the part's first call repeating the previous part's failed
   last call) is found at the merge;
-- the part's findings are renumbered (call index, line, and the numbers in their messages);
+- the part's findings are moved (their call index and line: their messages are rendered
+  from them);
 - its calls, spooled for the JSON report, are copied into the report (in the kernel, by a
   thread, while the merge goes on).
 
@@ -40,7 +41,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .calls import Batch, Finding, FindingRow
+from .calls import Batch, Finding, FindingValues
 from .checks._base import BaseCheck
 from .errors import InputError
 from .pipeline import Pipeline, emit_sync, feed_sync, finding_order
@@ -272,7 +273,7 @@ def _read_part(
     with open(findings_path, "wb") as out:
 
         def keep(found: list[Finding]) -> None:
-            pickle.dump([f.row() for f in found], out, pickle.HIGHEST_PROTOCOL)
+            pickle.dump([f.values() for f in found], out, pickle.HIGHEST_PROTOCOL)
 
         pipeline = Pipeline(checks, on_finding=keep, on_calls=spool)
         feed_sync(pipeline, _part_batches(plan, k, 0, 0, advance, newlines))
@@ -395,10 +396,10 @@ def _merge(pipeline: Pipeline, part: _PartResult, calls: int, lines: int) -> Non
     with open(part.findings, "rb") as fh:
         while True:
             try:
-                rows: list[FindingRow] = pickle.load(fh)
+                rows: list[FindingValues] = pickle.load(fh)
             except EOFError:
                 break
-            found = [Finding.from_row(row, calls, lines) for row in rows]
+            found = [Finding.from_values(row).moved(calls, lines) for row in rows]
             if pending and any(finding_order(f) >= last for f in found):
                 found = pending + found
                 pending = []

@@ -32,30 +32,28 @@ def _short_error(error: str) -> str:
     return text
 
 
+_FAILED = "call {call} {tool} failed"
+_FAILED_BECAUSE = "call {call} {tool} failed: {detail}"
+_RETRY = "call {call} {tool} repeats failed call {previous} with the same arguments"
+
+
 def _failed(tool: str, error: str | None, location: Location | None, i: int) -> Finding:
-    message = f"call {i + 1} {tool} failed"
-    if error:
-        message += f": {_short_error(error)}"
     return Finding(
-        check="errors",
-        kind="failed_call",
-        severity="warning",
-        message=message,
-        call_index=i,
-        tool=tool,
-        location=location,
+        "errors",
+        "failed_call",
+        "warning",
+        None,
+        i,
+        tool,
+        location,
+        detail=_short_error(error) if error else None,
+        template=_FAILED_BECAUSE if error else _FAILED,
     )
 
 
 def _retry(tool: str, location: Location | None, i: int) -> Finding:
     return Finding(
-        check="errors",
-        kind="retry_after_error",
-        severity="warning",
-        message=f"call {i + 1} {tool} repeats failed call {i} with the same arguments",
-        call_index=i,
-        tool=tool,
-        location=location,
+        "errors", "retry_after_error", "warning", None, i, tool, location, template=_RETRY
     )
 
 

@@ -120,21 +120,23 @@ class PolicyCheck(BaseCheck):
         return {"policy_metrics": self.report()}
 
 
+_MATCHES = "call {call} {tool} matches forbidden rule {rule}"
+_MATCHES_BECAUSE = "call {call} {tool} matches forbidden rule {rule}: {detail}"
+
+
 def _finding(violation: dict[str, Any], location: Location | None) -> Finding:
-    i = violation["index"]
-    tool = violation["tool"]
-    message = f"call {i + 1} {tool} matches forbidden rule {violation['rule'] + 1}"
     reason = violation["reason"]
-    if reason:
-        message += f": {reason}"
     return Finding(
-        check="policy",
-        kind="forbidden_call",
-        severity="error",
-        message=message,
-        call_index=i,
-        tool=tool,
-        location=location,
+        "policy",
+        "forbidden_call",
+        "error",
+        None,
+        violation["index"],
+        violation["tool"],
+        location,
+        rule=violation["rule"],
+        detail=f"{reason}" if reason else None,
+        template=_MATCHES_BECAUSE if reason else _MATCHES,
     )
 
 

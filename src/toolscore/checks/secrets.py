@@ -107,22 +107,21 @@ def find_secrets(calls: Iterable[ToolCall]) -> dict[str, Any]:
     return {"secret_count": len(secrets), "secrets": secrets}
 
 
+_PASSES = "call {call} {tool} passes a credential ({kind}) in '{path}': {preview}"
+
+
 def _finding(record: dict[str, Any], location: Location | None) -> Finding:
-    i = record["index"]
-    tool = record["tool"]
-    path = redact_secrets(record["path"])
     return Finding(
-        check="secrets",
-        kind=record["kind"],
-        severity="error",
-        message=(
-            f"call {i + 1} {tool} passes a credential ({record['kind']}) "
-            f"in '{path}': {record['preview']}"
-        ),
-        call_index=i,
-        tool=tool,
-        location=location,
-        preview=record["preview"],
+        "secrets",
+        record["kind"],
+        "error",
+        None,
+        record["index"],
+        record["tool"],
+        location,
+        record["preview"],
+        path=redact_secrets(record["path"]),
+        template=_PASSES,
     )
 
 

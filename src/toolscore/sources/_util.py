@@ -8,8 +8,16 @@ from typing import Any
 import msgspec
 
 from ..calls import Finding, Location, Severity
+from ..errors import InputError
 
-__all__ = ["content_text", "input_finding", "loads_lenient", "parse_arguments"]
+__all__ = [
+    "content_text",
+    "error_finding",
+    "input_finding",
+    "loads_lenient",
+    "located_finding",
+    "parse_arguments",
+]
 
 
 def loads_lenient(data: bytes | str) -> Any:
@@ -62,3 +70,31 @@ def input_finding(
 ) -> Finding:
     """A finding of the ``input`` check (a line or item that could not be read)."""
     return Finding(check="input", kind=kind, severity=severity, message=message, location=location)
+
+
+_AT = "{location}: {detail}"
+
+
+def located_finding(
+    kind: str, problem: str, location: Location | None, *, severity: Severity = "error"
+) -> Finding:
+    """A finding of the ``input`` check about a place in the input: ``"{location}: problem"``
+    (rendered from the location, so it moves with it), or ``problem`` where there is none."""
+    if location is None:
+        return input_finding(kind, problem, None, severity=severity)
+    return Finding(
+        "input", kind, severity, None, None, None, location, detail=problem, template=_AT
+    )
+
+
+def error_finding(kind: str, exc: InputError, location: Location | None) -> Finding:
+    """A finding of the ``input`` check for an error raised at ``location``: its message,
+    with the location as a field when the error names that place."""
+    if (
+        location is not None
+        and exc.path == location.source
+        and exc.line == location.line
+        and exc.offset == location.offset
+    ):
+        return located_finding(kind, exc.problem, location)
+    return input_finding(kind, str(exc), location)

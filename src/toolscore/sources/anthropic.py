@@ -22,7 +22,7 @@ from typing import Any
 
 from ..calls import Batch, Location, ToolCall
 from ._base import MessagesDialect
-from ._util import content_text, input_finding
+from ._util import content_text, located_finding
 from .detect import Shape, line_messages
 
 __all__ = ["DIALECT", "AnthropicDialect", "is_anthropic_messages", "sniff"]
@@ -64,12 +64,9 @@ class AnthropicDialect(MessagesDialect):
     ) -> None:
         name = block.get("name")
         if not name or not isinstance(name, str):
-            where = f"{location}: " if location is not None else ""
             problem = "has no name" if not name else f"is named by a JSON {type(name).__name__}"
             out.findings.append(
-                input_finding(
-                    "bad_tool_name", f"{where}tool_use block skipped: it {problem}", location
-                )
+                located_finding("bad_tool_name", f"tool_use block skipped: it {problem}", location)
             )
             return
         args = block.get("input")

@@ -31,7 +31,7 @@ import msgspec
 from ..calls import Batch, Location, ToolCall
 from ..columns import Columns
 from ._base import Dialect
-from ._util import input_finding
+from ._util import located_finding
 from .detect import Shape
 
 __all__ = ["DIALECT", "CustomBlock", "CustomDialect", "sniff"]
@@ -128,11 +128,10 @@ class CustomDialect(Dialect):
         if not name:
             return
         if not isinstance(name, str):
-            where = f"{location}: " if location is not None else ""
             out.findings.append(
-                input_finding(
+                located_finding(
                     "bad_tool_name",
-                    f"{where}call skipped: its tool name is a JSON {type(name).__name__}, "
+                    "call skipped: its tool name is a JSON {type(name).__name__}, "
                     "expected a string",
                     location,
                 )

@@ -18,7 +18,7 @@ import msgspec
 from ..calls import Batch, Location
 from ..errors import FormatNotDetected, InputError
 from ._base import Dialect
-from ._util import input_finding
+from ._util import error_finding, input_finding, located_finding
 from .detect import not_detected_problem
 
 __all__ = ["JsonlDecoder"]
@@ -47,7 +47,7 @@ class _Decoder:
         try:
             self.dialect.item(obj, location, out)
         except InputError as exc:
-            out.findings.append(input_finding("malformed_call", str(exc), location))
+            out.findings.append(error_finding("malformed_call", exc, location))
 
     def _finish(self, out: Batch) -> Batch:
         """End of input: complete the pending calls; no call at all is an error."""
@@ -143,7 +143,7 @@ class JsonlDecoder(_Decoder):
             problem = f"malformed JSON: {exc.msg} at column {exc.colno}"
         except RecursionError:
             problem = "malformed JSON: nested too deeply"
-        out.findings.append(input_finding("malformed_line", f"{location}: {problem}", location))
+        out.findings.append(located_finding("malformed_line", problem, location))
         return False, None
 
     def close(self) -> Batch:
@@ -162,9 +162,9 @@ class JsonlDecoder(_Decoder):
                         obj = json.loads(raw.decode("utf-8"))
                     except (ValueError, RecursionError):
                         out.findings.append(
-                            input_finding(
+                            located_finding(
                                 "truncated_line",
-                                f"{location}: truncated last line (the input ends without a "
+                                "truncated last line (the input ends without a "
                                 "newline inside a JSON value); the line is ignored",
                                 location,
                             )

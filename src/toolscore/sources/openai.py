@@ -26,7 +26,7 @@ from typing import Any
 
 from ..calls import Batch, Location, ToolCall
 from ._base import MessagesDialect
-from ._util import content_text, input_finding, parse_arguments
+from ._util import content_text, located_finding, parse_arguments
 from .detect import Shape, line_messages
 
 __all__ = ["DIALECT", "OpenAIDialect", "sniff"]
@@ -85,12 +85,9 @@ class OpenAIDialect(MessagesDialect):
         name = function.get("name")
         if name and isinstance(name, str):
             return name
-        where = f"{location}: " if location is not None else ""
         problem = "has no name" if not name else f"is named by a JSON {type(name).__name__}"
         out.findings.append(
-            input_finding(
-                "bad_tool_name", f"{where}tool call skipped: its function {problem}", location
-            )
+            located_finding("bad_tool_name", f"tool call skipped: its function {problem}", location)
         )
         return None
 
