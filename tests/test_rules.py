@@ -12,11 +12,10 @@ from hypothesis import strategies as st
 
 from toolscore.calls import ToolCall
 from toolscore.errors import InputError, RuleFileError
-from toolscore.matchers import Contains, OneOf, Regex, Search
+from toolscore.matchers import Contains, OneOf, Regex, Search, compare_values
 from toolscore.rules import (
     check_forbidden_calls,
     compile_rule,
-    compile_rule_columns,
     load_forbidden_rules,
     match_rule,
     rules_from_json,
@@ -223,6 +222,16 @@ def _operator(op: str, operand: Any) -> Any:
     return rules_from_json([{"tool": "t", "args": {"k": {op: operand}}}])[0]["args"]["k"]
 
 
+def reference_match(args: Any, rule_args: Any) -> bool:
+    """The definition the compiled form must answer as: every rule argument present and
+    equal by compare_values; args that are not a dict satisfy no rule listing arguments."""
+    if not rule_args:
+        return True
+    if not isinstance(args, dict):
+        return False
+    return all(k in args and compare_values(v, args[k]) for k, v in rule_args.items())
+
+
 rule_values = (
     values
     | st.sampled_from(["rm", "^ls", "(?i)LS"]).map(lambda p: _operator("$regex", p))
@@ -236,8 +245,9 @@ rule_values = (
     st.none() | st.dictionaries(st.sampled_from(["k", "j"]), rule_values, max_size=2),
     st.none() | values | st.dictionaries(st.sampled_from(["k", "j", "x"]), values, max_size=3),
 )
-def test_compiled_rules_answer_as_match_rule(rule_args: Any, args: Any) -> None:
-    assert compile_rule(rule_args)(args) == match_rule(args, rule_args)
+def test_compiled_rules_answer_as_the_definition(rule_args: Any, args: Any) -> None:
+    assert compile_rule(rule_args).matches(args) == reference_match(args, rule_args)
+    assert match_rule(args, rule_args) == reference_match(args, rule_args)
 
 
 # The column path searches a batch's strings joined by newlines before it tests them one by
@@ -274,20 +284,20 @@ column_rule_values = (
         max_size=8,
     ),
 )
-def test_column_rules_answer_as_match_rule(rule_args: Any, column: list[Any]) -> None:
-    expected = [i for i, args in enumerate(column) if match_rule(args, rule_args)]
-    assert compile_rule_columns(rule_args)(column) == expected
+def test_column_rules_answer_as_the_definition(rule_args: Any, column: list[Any]) -> None:
+    expected = [i for i, args in enumerate(column) if reference_match(args, rule_args)]
+    assert compile_rule(rule_args).select(column) == expected
 
 
 @pytest.mark.parametrize("pattern", TRICKY_PATTERNS)
-def test_every_tricky_pattern_answers_as_match_rule_on_joined_strings(pattern: str) -> None:
+def test_every_tricky_pattern_answers_as_the_definition_on_joined_strings(pattern: str) -> None:
     rule_args = rules_from_json([{"tool": "t", "args": {"k": {"$regex": pattern}}}])[0]["args"]
     strings = ["ls", "xls", "a\nls", "ls\n", "l\ns", "", "\n", "lls", "s ls", "éls"]
     for i in range(len(strings)):
         for j in range(i, len(strings) + 1):
             column = [{"k": s} for s in strings[i:j]]
-            expected = [n for n, args in enumerate(column) if match_rule(args, rule_args)]
-            assert compile_rule_columns(rule_args)(column) == expected, (pattern, strings[i:j])
+            expected = [n for n, args in enumerate(column) if reference_match(args, rule_args)]
+            assert compile_rule(rule_args).select(column) == expected, (pattern, strings[i:j])
 
 
 class _AnyCase(Contains):
@@ -305,10 +315,10 @@ class _Prefix(Search):
 def test_subclassed_matchers_keep_their_own_answers() -> None:
     column = [{"k": "RM -RF /"}, {"k": "rm -rf /"}, {"k": "xrm"}, {"k": "ls"}]
     for rule_args in ({"k": _AnyCase("rm -rf")}, {"k": _Prefix("rm")}):
-        expected = [i for i, args in enumerate(column) if match_rule(args, rule_args)]
-        assert compile_rule_columns(rule_args)(column) == expected
-        assert [compile_rule(rule_args)(args) for args in column] == [
-            match_rule(args, rule_args) for args in column
+        expected = [i for i, args in enumerate(column) if reference_match(args, rule_args)]
+        assert compile_rule(rule_args).select(column) == expected
+        assert [compile_rule(rule_args).matches(args) for args in column] == [
+            reference_match(args, rule_args) for args in column
         ]
-    assert compile_rule_columns({"k": _AnyCase("rm -rf")})(column) == [0, 1]
-    assert compile_rule_columns({"k": _Prefix("rm")})(column) == [1]
+    assert compile_rule({"k": _AnyCase("rm -rf")}).select(column) == [0, 1]
+    assert compile_rule({"k": _Prefix("rm")}).select(column) == [1]

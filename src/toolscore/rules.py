@@ -20,7 +20,6 @@ import functools
 import json
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
@@ -36,13 +35,15 @@ from .matchers import (
     compare_values,
     lenient_str_misses,
 )
+from .patterns import translate
 
 __all__ = [
     "OPERATORS",
+    "CompiledRule",
+    "CompiledRules",
     "Rule",
     "check_forbidden_calls",
     "compile_rule",
-    "compile_rule_columns",
     "load_forbidden_rules",
     "match_rule",
     "rules_from_json",
@@ -183,32 +184,15 @@ def load_forbidden_rules(path: str | os.PathLike[str]) -> list[Rule]:
     return rules_from_json(data, name)
 
 
-def match_rule(args: Any, rule_args: Mapping[str, Any] | None) -> bool:
-    """True when a call's ``args`` satisfy a rule's ``args`` (``None``/``{}``: always).
-
-    Arguments that are not a dict never satisfy a rule that lists arguments (Toolscore would
-    crash on them).
-    """
-    if not rule_args:
-        return True
-    if not isinstance(args, Mapping):
-        return False
-    for key, expected in rule_args.items():
-        if key not in args or not compare_values(expected, args[key]):
-            return False
-    return True
-
-
 _MISSING = object()
-RuleTest = Callable[[Any], bool]
-"""A compiled rule's ``args`` test: True when a call's arguments satisfy it."""
+ValueTest = Callable[[Any], bool]
+"""One rule argument's test of one value."""
+ColumnShortcut = Callable[[list[Any]], bool]
+"""True when no value of a column can pass a rule argument's test (one C-level scan); False
+means: test them one by one."""
 
 
-def _always(args: Any) -> bool:
-    return True
-
-
-def _value_test(expected: Any) -> Callable[[Any], bool]:
+def _value_test(expected: Any) -> ValueTest:
     """``compare_values(expected, value)`` as one callable; a ``$regex`` searched directly
     (a subclass of :class:`Search` answers through its own ``matches``)."""
     if expected.__class__ is Search:
@@ -223,183 +207,145 @@ def _value_test(expected: Any) -> Callable[[Any], bool]:
     return functools.partial(compare_values, expected)
 
 
-def compile_rule(rule_args: Mapping[str, Any] | None) -> RuleTest:
-    """:func:`match_rule` for one rule's ``args``, compiled: the per-call path of the policy
-    check, with the same answers."""
-    if not rule_args:
-        return _always
-    tests = [(key, _value_test(expected)) for key, expected in rule_args.items()]
+def _shortcut(expected: Any) -> ColumnShortcut | None:
+    """A column-wide "none can match" test for the built-in matchers and strings (exact types
+    only: a subclass may answer differently from what the shortcut assumes), or None.
 
-    def test(args: Any) -> bool:
-        if args.__class__ is not dict and not isinstance(args, Mapping):
-            return False
-        for key, value_test in tests:
-            value = args.get(key, _MISSING)
-            if value is _MISSING or not value_test(value):
-                return False
-        return True
-
-    return test
-
-
-ColumnTest = Callable[[list[Any]], list[int]]
-"""A compiled rule's ``args`` test over a column of calls' arguments: the positions whose
-arguments satisfy it, in order."""
-ValueColumnTest = Callable[[list[Any]], list[int]]
-"""One rule argument's test over a column of values (``_MISSING`` where a call lacks the
-key): the positions that satisfy it, in order."""
-
-if sys.version_info >= (3, 11):
-    from re import _constants as _sre  # type: ignore[attr-defined]
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
-else:  # pragma: no cover - Python 3.10
-    import sre_constants as _sre
-    import sre_parse as _sre_parse
-
-_SAFE_AT = frozenset(
-    getattr(_sre, name)
-    for name in (
-        "AT_BEGINNING", "AT_BEGINNING_LINE", "AT_END", "AT_END_LINE", "AT_BOUNDARY",
-        "AT_NON_BOUNDARY", "AT_LOC_BOUNDARY", "AT_LOC_NON_BOUNDARY", "AT_UNI_BOUNDARY",
-        "AT_UNI_NON_BOUNDARY",
-    )
-)  # fmt: skip
-_LEAVES = frozenset(
-    getattr(_sre, name)
-    for name in ("LITERAL", "NOT_LITERAL", "IN", "ANY", "RANGE", "CATEGORY", "NEGATE")
-    if hasattr(_sre, name)
-)
-_REPEATS = frozenset(
-    getattr(_sre, name)
-    for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
-    if hasattr(_sre, name)
-)
-_ATOMIC = getattr(_sre, "ATOMIC_GROUP", None)
-
-
-def _joinable(pattern: Any) -> bool:
-    """Whether a parsed pattern that matches somewhere in a string also matches somewhere
-    in that string joined to others by newlines, when compiled with MULTILINE.
-
-    The only parts of a pattern that look past what they consume are the zero-width ones. A
-    newline next to a string behaves like its edge for ``\\b``, ``\\B``, and for ``^`` and
-    ``$`` under MULTILINE (which only adds places where they match). ``\\A``, ``\\Z``,
-    lookarounds and group references are not trusted: a pattern with one is tested string
-    by string.
+    A column of strings is searched as one newline-joined text. For a ``$regex`` that is
+    exact because only patterns whose zero-width parts treat a newline like a string's edge
+    (``^``/``$`` at every line, ``\\b``; no ``\\A``, ``\\Z``, lookarounds or group
+    references, as :func:`~toolscore.patterns.translate` reads them) get the joined search.
     """
-    for op, av in pattern:
-        if op in _LEAVES:
-            continue
-        if op is _sre.AT:
-            if av not in _SAFE_AT:
-                return False
-        elif op is _sre.SUBPATTERN:
-            if not _joinable(av[-1]):
-                return False
-        elif op is _sre.BRANCH:
-            if not all(_joinable(branch) for branch in av[1]):
-                return False
-        elif op in _REPEATS:
-            if not _joinable(av[2]):
-                return False
-        elif _ATOMIC is not None and op is _ATOMIC:
-            if not _joinable(av):
-                return False
-        else:  # ASSERT, ASSERT_NOT, GROUPREF, GROUPREF_EXISTS, anything new
-            return False
-    return True
-
-
-def _newline_prefilter(compiled: re.Pattern[str]) -> re.Pattern[str] | None:
-    """``compiled`` for a search over newline-joined strings (see :func:`_joinable`), or
-    None when the pattern cannot be trusted there."""
-    try:
-        parsed = _sre_parse.parse(compiled.pattern, compiled.flags)
-        if not _joinable(parsed):
-            return None
-        return re.compile(compiled.pattern, compiled.flags | re.MULTILINE)
-    except Exception:  # a parser that changed shape: test string by string
-        return None
-
-
-def _one_by_one(expected: Any) -> ValueColumnTest:
-    value_test = _value_test(expected)
-
-    def hits(values: list[Any]) -> list[int]:
-        return [i for i, v in enumerate(values) if v is not _MISSING and value_test(v)]
-
-    return hits
-
-
-def _value_column_test(expected: Any) -> ValueColumnTest:
-    """:func:`_value_test` over a column of values; a column of strings is first searched
-    as one newline-joined text, so that a batch without a match costs one C-level scan."""
-    one_by_one = _one_by_one(expected)
-    # exact types only: a subclass may answer differently from what the shortcut assumes
     if expected.__class__ is Search:
-        prefilter = _newline_prefilter(expected.compiled)
-        if prefilter is None:
-            return one_by_one
-        search = prefilter.search
-
-        def searched(values: list[Any]) -> list[int]:
-            if all_strings(values) and search("\n".join(values)) is None:
-                return []
-            return one_by_one(values)
-
-        return searched
+        read = translate(expected.pattern, expected.compiled.flags)
+        if read.refused is not None or read.anchored:
+            return None
+        search = re.compile(expected.pattern, expected.compiled.flags | re.MULTILINE).search
+        return lambda values: all_strings(values) and search("\n".join(values)) is None
     if expected.__class__ is str:
-        text = expected
-
-        def equal(values: list[Any]) -> list[int]:
-            if lenient_str_misses(text, values):
-                return []
-            return one_by_one(values)
-
-        return equal
+        return functools.partial(lenient_str_misses, expected)
     if expected.__class__ is Contains and expected.item.__class__ is str:
         needle = expected.item  # str in str: a substring
-
-        def contained(values: list[Any]) -> list[int]:
-            if all_strings(values) and needle not in "\n".join(values):
-                return []
-            return one_by_one(values)
-
-        return contained
+        return lambda values: all_strings(values) and needle not in "\n".join(values)
     if expected.__class__ is OneOf and all(v.__class__ is str for v in expected.values):
         choices = frozenset(expected.values)
+        return lambda values: all_strings(values) and choices.isdisjoint(values)
+    return None
 
-        def chosen(values: list[Any]) -> list[int]:
-            if all_strings(values) and choices.isdisjoint(values):
+
+class CompiledRule:
+    """One rule's ``args``, compiled once: the one form in which a rule is matched.
+
+    A call satisfies it when every rule argument is present in its ``args`` and compares
+    equal with :func:`~toolscore.matchers.compare_values` (``None``/``{}``: every call;
+    ``args`` that are not a mapping satisfy no rule that lists arguments, where Toolscore
+    would crash). :meth:`select` answers for a column of calls' ``args`` (the policy check's
+    batch), an argument at a time, each column first through its shortcut; :meth:`matches`
+    is the same for one call.
+    """
+
+    __slots__ = ("_tests", "args")
+
+    def __init__(self, rule_args: Mapping[str, Any] | None) -> None:
+        self.args = rule_args
+        self._tests = [
+            (key, _value_test(expected), _shortcut(expected))
+            for key, expected in (rule_args or {}).items()
+        ]
+
+    def select(self, column: list[Any]) -> list[int]:
+        """The positions in ``column`` (calls' ``args``) that satisfy the rule, in order."""
+        if not self._tests:
+            return list(range(len(column)))
+        positions: list[int] | None = None  # None: every one so far
+        rows = column
+        if list(map(type, column)).count(dict) != len(column):
+            positions = [i for i, a in enumerate(column) if isinstance(a, Mapping)]
+            rows = [column[i] for i in positions]
+        for key, test, shortcut in self._tests:
+            if not rows:
                 return []
-            return one_by_one(values)
-
-        return chosen
-    return one_by_one
-
-
-def compile_rule_columns(rule_args: Mapping[str, Any] | None) -> ColumnTest:
-    """:func:`compile_rule` over a column of calls' arguments (the policy check's path for a
-    batch): the positions whose arguments satisfy the rule, with the same answers."""
-    if not rule_args:
-        return lambda args: list(range(len(args)))
-    per_call = compile_rule(rule_args)
-    tests = [(key, _value_column_test(expected)) for key, expected in rule_args.items()]
-
-    def test(args: list[Any]) -> list[int]:
-        if list(map(type, args)).count(dict) != len(args):
-            return [i for i, a in enumerate(args) if per_call(a)]
-        positions: list[int] | None = None  # None: every one
-        for key, value_test in tests:
-            kept = value_test(list(map(dict.get, args, repeat(key), repeat(_MISSING))))
-            if not kept:
+            if positions is None:
+                values = list(map(dict.get, rows, repeat(key), repeat(_MISSING)))
+            else:
+                values = [a.get(key, _MISSING) for a in rows]
+            if shortcut is not None and shortcut(values):
                 return []
-            if len(kept) != len(args):
+            kept = [j for j, v in enumerate(values) if v is not _MISSING and test(v)]
+            if len(kept) != len(rows):
                 positions = kept if positions is None else [positions[j] for j in kept]
-                args = [args[j] for j in kept]
-        return list(range(len(args))) if positions is None else positions
+                rows = [rows[j] for j in kept]
+        return list(range(len(rows))) if positions is None else positions
 
-    return test
+    def matches(self, args: Any) -> bool:
+        """Whether one call's ``args`` satisfy the rule."""
+        return bool(self.select([args]))
+
+
+def compile_rule(rule_args: Mapping[str, Any] | None) -> CompiledRule:
+    """The compiled form of one rule's ``args`` (see :class:`CompiledRule`)."""
+    return CompiledRule(rule_args)
+
+
+def match_rule(args: Any, rule_args: Mapping[str, Any] | None) -> bool:
+    """True when a call's ``args`` satisfy a rule's ``args`` (``None``/``{}``: always)."""
+    return CompiledRule(rule_args).matches(args)
+
+
+class CompiledRules:
+    """Validated rules indexed by tool name: a call to a tool no rule names costs one dict
+    lookup, and only the first matching rule (lowest index) of a call counts (Toolscore
+    §8.2).
+
+    Args:
+        rules: validated rules (:func:`rules_from_python` or :func:`rules_from_json`).
+    """
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.rules = rules
+        self._by_tool: dict[str, list[tuple[int, CompiledRule]]] = {}
+        for i, rule in enumerate(rules):
+            self._by_tool.setdefault(rule["tool"], []).append((i, CompiledRule(rule["args"])))
+
+    def first_match(self, tool: str, args: Any) -> int | None:
+        """The index of the first rule one call matches, or None."""
+        for rule_index, rule in self._by_tool.get(tool, ()):
+            if rule.matches(args):
+                return rule_index
+        return None
+
+    def match(self, tools: list[str], args: list[Any]) -> list[tuple[int, int]]:
+        """A batch's calls (its columns of tool names and ``args``), a tool at a time and a
+        rule at a time: ``(position, rule index)`` for each call that matches a rule, its
+        first, in call order."""
+        by_tool = self._by_tool
+        groups: dict[str, list[int]] = {}
+        for i, tool in enumerate(tools):
+            if tool in by_tool:
+                groups.setdefault(tool, []).append(i)
+        matched: list[tuple[int, int]] = []
+        for tool, positions in groups.items():
+            for rule_index, rule in by_tool[tool]:
+                found = rule.select([args[i] for i in positions])
+                if not found:
+                    continue
+                matched.extend((positions[j], rule_index) for j in found)
+                if len(found) == len(positions):
+                    break
+                taken = set(found)
+                positions = [p for j, p in enumerate(positions) if j not in taken]
+        matched.sort()
+        return matched
+
+    def violation(self, index: int, tool: str, args: Any, rule_index: int) -> dict[str, Any]:
+        """Toolscore's violation record."""
+        return {
+            "index": index,
+            "tool": tool,
+            "args": args or {},
+            "rule": rule_index,
+            "reason": self.rules[rule_index]["reason"],
+        }
 
 
 def check_forbidden_calls(
@@ -414,9 +360,14 @@ def check_forbidden_calls(
     Raises:
         RuleFileError: a malformed rule.
     """
-    from .checks.policy import PolicyCheck
-
-    check = PolicyCheck(rules)
+    compiled = CompiledRules(rules_from_python(rules))
+    violations = []
     for i, call in enumerate(calls):
-        check.check_call(call, i)
-    return check.report()
+        rule_index = compiled.first_match(call.tool, call.args)
+        if rule_index is not None:
+            violations.append(compiled.violation(i, call.tool, call.args, rule_index))
+    return {
+        "violation_count": len(violations),
+        "rule_count": len(compiled.rules),
+        "violations": violations,
+    }

@@ -10,14 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..calls import Batch, Finding, Location, ToolCall
-from ..rules import (
-    ColumnTest,
-    Rule,
-    RuleTest,
-    compile_rule,
-    compile_rule_columns,
-    rules_from_python,
-)
+from ..rules import CompiledRules, Rule, rules_from_python
 from ._base import BaseCheck
 
 __all__ = ["PolicyCheck", "policy_check"]
@@ -35,12 +28,7 @@ class PolicyCheck(BaseCheck):
 
     def __init__(self, rules: Sequence[Mapping[str, Any]]) -> None:
         self.rules: list[Rule] = rules_from_python(rules)
-        self._by_tool: dict[str, list[tuple[int, RuleTest]]] = {}
-        self._columns: dict[str, list[tuple[int, ColumnTest]]] = {}
-        for i, rule in enumerate(self.rules):
-            tool, args = rule["tool"], rule["args"]
-            self._by_tool.setdefault(tool, []).append((i, compile_rule(args)))
-            self._columns.setdefault(tool, []).append((i, compile_rule_columns(args)))
+        self._compiled = CompiledRules(self.rules)
         self.violations: list[dict[str, Any]] = []
 
     def check_call(self, call: ToolCall, index: int | None = None) -> dict[str, Any] | None:
@@ -48,50 +36,23 @@ class PolicyCheck(BaseCheck):
         return self._check(call.tool, call.args, call.index if index is None else index)
 
     def _check(self, tool: str, args: Any, index: int) -> dict[str, Any] | None:
-        candidates = self._by_tool.get(tool)
-        if candidates is None:
+        rule_index = self._compiled.first_match(tool, args)
+        if rule_index is None:
             return None
-        for rule_index, test in candidates:
-            if test(args):
-                return self._record(tool, args, index, rule_index)
-        return None
+        return self._record(tool, args, index, rule_index)
 
     def _record(self, tool: str, args: Any, index: int, rule_index: int) -> dict[str, Any]:
-        violation = {
-            "index": index,
-            "tool": tool,
-            "args": args or {},
-            "rule": rule_index,
-            "reason": self.rules[rule_index]["reason"],
-        }
+        violation = self._compiled.violation(index, tool, args, rule_index)
         self.violations.append(violation)
         return violation
 
     def feed(self, batch: Batch) -> list[Finding]:
         """The batch's calls, a tool at a time and a rule at a time (see
-        :func:`~toolscore.rules.compile_rule_columns`); violations in call order."""
+        :meth:`~toolscore.rules.CompiledRules.match`); violations in call order."""
         cols = batch.columns()
-        by_tool = self._columns
         tools = cols.tools
-        hits = [i for i, tool in enumerate(tools) if tool in by_tool]
-        if not hits:
-            return []
-        groups: dict[str, list[int]] = {}
-        for i in hits:
-            groups.setdefault(tools[i], []).append(i)
         args = cols.args
-        matched: list[tuple[int, int]] = []  # (position, rule), the first rule of each call
-        for tool, positions in groups.items():
-            for rule_index, test in by_tool[tool]:
-                found = test([args[i] for i in positions])
-                if not found:
-                    continue
-                matched.extend((positions[j], rule_index) for j in found)
-                if len(found) == len(positions):
-                    break
-                taken = set(found)
-                positions = [p for j, p in enumerate(positions) if j not in taken]
-        matched.sort()
+        matched = self._compiled.match(tools, args)
         findings: list[Finding] = []
         for i, rule_index in matched:
             violation = self._record(tools[i], args[i], cols.index(i), rule_index)
