@@ -34,6 +34,8 @@ class Outcome:
     """``--fail-on-violations`` was given and a forbidden call or credential was found."""
     below_threshold: bool = False
     """``--fail-under`` was given and the score or grade is below it."""
+    regression: bool = False
+    """``--baseline`` was given and the run is worse than the baseline."""
 
 
 def exit_code(outcome: Outcome) -> int:
@@ -43,8 +45,9 @@ def exit_code(outcome: Outcome) -> int:
     code  meaning
     ====  ==========================================================================
     0     evaluated; no gate was asked for, or every gate passed (whatever the score)
-    1     evaluated; a gate failed: ``--fail-under`` (score or grade below the gate)
-          or ``--fail-on-violations`` (forbidden calls plus credentials > 0)
+    1     evaluated; a gate failed: ``--fail-under`` (score or grade below the gate),
+          ``--fail-on-violations`` (forbidden calls plus credentials > 0) or
+          ``--baseline`` (a regression against the baseline)
     2     not (fully) evaluated: a usage error (bad option), an input error (missing
           or malformed gold, rule or trace file, also in the middle of a trace, or a
           part of the trace skipped as unreadable), or an internal error
@@ -61,6 +64,6 @@ def exit_code(outcome: Outcome) -> int:
     """
     if outcome.usage_error or outcome.input_error or outcome.internal_error:
         return EXIT_ERROR
-    if outcome.violations or outcome.below_threshold:
+    if outcome.violations or outcome.below_threshold or outcome.regression:
         return EXIT_FAILED
     return EXIT_OK

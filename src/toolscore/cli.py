@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from rich.progress import Task
     from rich.text import Text
 
+    from ._ci_cli import CiOptions
     from .calls import ToolCall
     from .columns import Columns
     from .reports import ReportResult
@@ -111,6 +112,13 @@ class EvalOptions:
     forbidden: str | None = None
     fail_on_violations: bool = False
     workers: int | None = None
+    ci: CiOptions = field(default_factory=lambda: _ci_options())
+
+
+def _ci_options() -> CiOptions:
+    from ._ci_cli import CiOptions
+
+    return CiOptions()
 
 
 # -- progress ------------------------------------------------------------------------------
@@ -269,7 +277,10 @@ def run_eval(opts: EvalOptions) -> int:
         return parsed
     weights, threshold = parsed
 
+    from ._ci_cli import prepare
+
     try:
+        ci = prepare(opts.ci)
         gold = load_gold(opts.gold)
     except (ToolscoreError, ValueError, OSError) as exc:
         return failure_status(exc)
@@ -303,8 +314,26 @@ def run_eval(opts: EvalOptions) -> int:
         error_line(f"cannot write a report: {_os_error(exc)}")
         return EXIT_ERROR
 
-    _print_summary(result, opts)
-    return final_status(result, opts, threshold)
+    console = _print_summary(result, opts)
+    regression = False
+    if opts.ci.any:
+        from ._ci_cli import finish
+
+        try:
+            regression = finish(
+                ci,
+                result,
+                trace_id=opts.trace,
+                trace_path=None if opts.trace == "-" else opts.trace,
+                fail_under=opts.fail_under,
+                threshold=threshold,
+                fail_on_violations=opts.fail_on_violations,
+                console=console,
+            )
+        except OSError as exc:
+            error_line(f"cannot write a report: {_os_error(exc)}")
+            return EXIT_ERROR
+    return final_status(result, opts, threshold, regression=regression)
 
 
 def parse_run_options(
@@ -335,10 +364,22 @@ def failure_status(exc: BaseException) -> int:
     return exit_code(Outcome(usage_error=True))
 
 
-def final_status(result: ReportResult, opts: EvalOptions, threshold: float | str | None) -> int:
+def final_status(
+    result: ReportResult,
+    opts: EvalOptions,
+    threshold: float | str | None,
+    *,
+    regression: bool = False,
+) -> int:
     """Apply the gates; an input error met mid-trace, or input skipped as unreadable, is
-    reported and outranks them."""
+    reported and outranks them. ``regression``: ``--baseline`` found the run worse."""
     outcome = _gates(result, opts, threshold)
+    if regression:
+        sys.stderr.write("FAIL the run regressed against --baseline\n")
+        sys.stderr.flush()
+        outcome = Outcome(
+            violations=outcome.violations, below_threshold=outcome.below_threshold, regression=True
+        )
     skipped = result.input_problems
     if skipped:
         first = next((f.message for f in result.input_findings if f.severity == "error"), "")
@@ -351,6 +392,7 @@ def final_status(result: ReportResult, opts: EvalOptions, threshold: float | str
             input_error=True,
             violations=outcome.violations,
             below_threshold=outcome.below_threshold,
+            regression=outcome.regression,
         )
     return exit_code(outcome)
 
@@ -372,7 +414,7 @@ def _os_error(exc: OSError) -> str:
     return str(exc)
 
 
-def _print_summary(result: ReportResult, opts: EvalOptions) -> None:
+def _print_summary(result: ReportResult, opts: EvalOptions) -> Any:
     from rich.text import Text
 
     from .reports.console import EvalSummary, make_console
@@ -388,6 +430,7 @@ def _print_summary(result: ReportResult, opts: EvalOptions) -> None:
         console.print(Text(f"> Markdown report: {visible(opts.markdown)}"))
     console.print()
     console.file.flush()
+    return console
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -421,6 +464,29 @@ FailOnViolationsOption = Annotated[
     typer.Option(
         "--fail-on-violations", help="Exit 1 when a forbidden call or a credential is found."
     ),
+]
+
+
+# CI outputs (issue 13): baselines, JUnit XML, SARIF (see toolscore._ci_cli).
+SaveBaselineOption = Annotated[
+    str | None,
+    typer.Option("--save-baseline", help="Write a baseline of this run (score, findings)."),
+]
+BaselineOption = Annotated[
+    str | None,
+    typer.Option("--baseline", help="Exit 1 when this run regressed against this baseline."),
+]
+BaselineToleranceOption = Annotated[
+    float,
+    typer.Option(
+        "--baseline-tolerance", help="Score drop (0-1, absolute) allowed against --baseline."
+    ),
+]
+JunitOption = Annotated[
+    str | None, typer.Option("--junit", help="Also write JUnit XML (one test case per trace).")
+]
+SarifOption = Annotated[
+    str | None, typer.Option("--sarif", help="Also write the findings as SARIF 2.1.0.")
 ]
 
 
@@ -465,6 +531,11 @@ def eval_command(
             help="Processes to read a large JSON Lines trace with (0: one per CPU).",
         ),
     ] = 0,
+    save_baseline: SaveBaselineOption = None,
+    baseline: BaselineOption = None,
+    baseline_tolerance: BaselineToleranceOption = 0.0,
+    junit: JunitOption = None,
+    sarif: SarifOption = None,
 ) -> None:
     """Score a trace against a gold file and report behavior and safety findings."""
     opts = EvalOptions(
@@ -481,6 +552,11 @@ def eval_command(
         fail_on_violations=fail_on_violations,
         workers=workers or None,
     )
+    opts.ci.save_baseline = save_baseline
+    opts.ci.baseline = baseline
+    opts.ci.baseline_tolerance = baseline_tolerance
+    opts.ci.junit = junit
+    opts.ci.sarif = sarif
     try:
         code = run_eval(opts)
     except Exception as exc:

@@ -1,0 +1,172 @@
+"""``toolscore eval``'s CI outputs: ``--save-baseline``, ``--baseline``, ``--junit``, ``--sarif``.
+
+Kept out of :mod:`toolscore.cli` so the command stays thin: :func:`prepare` reads the baseline
+before anything is evaluated (a bad baseline is a usage error, exit 2, with nothing run), and
+:func:`finish` compares, saves and writes the files once the result exists. The writers
+themselves (:mod:`toolscore.baseline`, :mod:`toolscore.reports.junit`,
+:mod:`toolscore.reports.sarif`) take ``(trace_id, trace_path, result)`` entries, so a run
+over many traces uses them the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .baseline import Baseline, Comparison
+    from .reports.junit import Gate
+
+__all__ = ["CiOptions", "CiState", "finish", "gates_of", "prepare"]
+
+
+@dataclass
+class CiOptions:
+    """The CI options of one ``toolscore eval`` run."""
+
+    save_baseline: str | None = None
+    baseline: str | None = None
+    baseline_tolerance: float = 0.0
+    junit: str | None = None
+    sarif: str | None = None
+
+    @property
+    def any(self) -> bool:
+        return bool(self.save_baseline or self.baseline or self.junit or self.sarif)
+
+
+@dataclass
+class CiState:
+    """What :func:`prepare` read: the baseline to compare with, if any."""
+
+    options: CiOptions
+    baseline: Baseline | None = None
+
+
+def prepare(options: CiOptions) -> CiState:
+    """Check the options and read the baseline.
+
+    Raises:
+        UsageError: a bad ``--baseline-tolerance``.
+        InputError: the baseline cannot be read or is not a toolscore baseline.
+    """
+    from .errors import UsageError
+
+    tolerance = options.baseline_tolerance
+    if not math.isfinite(tolerance) or tolerance < 0:
+        raise UsageError(f"--baseline-tolerance must be a number >= 0, got {tolerance}")
+    state = CiState(options)
+    if options.baseline:
+        from .baseline import load_baseline
+
+        state.baseline = load_baseline(options.baseline)
+    return state
+
+
+def gates_of(
+    result: Any,
+    *,
+    fail_under: str | None,
+    threshold: float | str | None,
+    fail_on_violations: bool,
+    comparison: Comparison | None = None,
+) -> list[Gate]:
+    """The gates asked for on the command line, passed or failed, as JUnit test cases."""
+    from .reports import secret_count
+    from .reports.junit import Gate
+    from .verdict import passes
+
+    gates: list[Gate] = []
+    if threshold is not None:
+        ok = passes(result.score, threshold)
+        what = (
+            f"grade {result.grade} is below --fail-under {fail_under}"
+            if isinstance(threshold, str)
+            else f"score {result.score:.1%} is below --fail-under {fail_under}"
+        )
+        gates.append(Gate(f"fail-under {fail_under}", ok, "" if ok else what))
+    if fail_on_violations:
+        count = len(result.policy_violations) + secret_count(result)
+        ok = count == 0
+        gates.append(
+            Gate(
+                "fail-on-violations",
+                ok,
+                "" if ok else f"{count} forbidden call(s) or credential(s) found",
+            )
+        )
+    if comparison is not None:
+        lines = comparison.lines()
+        gates.append(
+            Gate(
+                "baseline",
+                comparison.passed,
+                "" if comparison.passed else lines[0],
+                "\n".join(lines),
+            )
+        )
+    return gates
+
+
+def finish(
+    state: CiState,
+    result: Any,
+    *,
+    trace_id: str,
+    trace_path: str | None,
+    fail_under: str | None,
+    threshold: float | str | None,
+    fail_on_violations: bool,
+    console: Any = None,
+) -> bool:
+    """Compare with the baseline, save the new one, write JUnit and SARIF.
+
+    Returns:
+        True when the baseline comparison found a regression (the run then exits 1).
+
+    Raises:
+        OSError: a file cannot be written.
+    """
+    from .baseline import compare, summarize, write_baseline
+    from .redact import redact_secrets
+
+    options = state.options
+    summary = summarize(result)
+    comparison = None
+    if state.baseline is not None:
+        comparison = compare(state.baseline, {trace_id: summary}, options.baseline_tolerance)
+        for line in comparison.lines():
+            _say(console, redact_secrets(line), "red" if line.startswith("FAIL") else None)
+    if options.save_baseline:
+        write_baseline(options.save_baseline, {trace_id: summary})
+        _say(console, f"> Baseline: {options.save_baseline}", None)
+    entries = [(trace_id, trace_path, result)]
+    if options.junit:
+        from .reports.junit import write_junit
+
+        gates = gates_of(
+            result,
+            fail_under=fail_under,
+            threshold=threshold,
+            fail_on_violations=fail_on_violations,
+            comparison=comparison,
+        )
+        write_junit(options.junit, entries, gates)
+        _say(console, f"> JUnit XML: {options.junit}", None)
+    if options.sarif:
+        from .reports.sarif import write_sarif
+
+        write_sarif(options.sarif, entries)
+        _say(console, f"> SARIF: {options.sarif}", None)
+    return comparison is not None and not comparison.passed
+
+
+def _say(console: Any, line: str, style: str | None) -> None:
+    if console is None:
+        sys.stdout.write(line + "\n")
+        return
+    from rich.text import Text
+
+    console.print(Text(line, style=style or ""))
