@@ -220,7 +220,10 @@ def test_finding_keys_ignore_messages_and_positions() -> None:
         == summarize(two).findings
         == {"policy:forbidden_call:run_shell:rule 1": 1}
     )
-    assert [finding_key(f) for f in two.findings] == ["policy:forbidden_call:run_shell"]
+    assert [finding_key(f) for f in two.findings] == ["policy:forbidden_call:run_shell:rule 1"]
+    plain = toolscore.Finding("mine", "odd_call", "warning", "call 2 looks odd", 1, "ls")
+    assert finding_key(plain) == "mine:odd_call:ls"
+    assert finding_key(plain, rule=2) == "mine:odd_call:ls:rule 3"
 
 
 # -- JUnit ---------------------------------------------------------------------------------------
