@@ -440,6 +440,10 @@ class CustomBlock(Columns):
                 raws[i] = None
         return raws
 
+    def result_texts(self) -> list[bytes | None]:
+        """The raw JSON of every call's result (None where it is falsy)."""
+        return [None if raw is None else bytes(raw) for raw in self._results()]
+
     def _records(self) -> list[Any]:
         n = self.n
         flags = [False] * n

@@ -1,0 +1,217 @@
+"""The hard rules' states: what a stretch of a trace (a batch, a part read by another
+process, the whole trace) leaves behind, and how two consecutive stretches merge.
+
+Every rule but the allowlist and the schemas looks back: "at most once" needs the calls
+before, "A before B" whether A came earlier, a data-flow rule whether a source came earlier.
+A stretch that does not start the trace cannot decide those on its own, so its state keeps
+what the earlier stretch will decide them with, bounded by the rules:
+
+- a count rule: the calls counted, and the first ``max + 1`` calls to its tool (their
+  indices), so the merge finds the call that went past ``max``;
+- an order rule: whether ``before`` was called, and the first call to ``after`` with no
+  ``before`` ahead of it in the stretch;
+- a data-flow rule: its first source, and the sink calls ahead of it (at most
+  :data:`PENDING_SINKS`).
+
+A state whose stretch starts the trace (``origin``) has nothing pending: merging a stretch
+into it turns what the later stretch kept into violations, which the merge returns. Merging
+is associative, so a trace read whole, a batch at a time, or in parts by other processes and
+merged in order gives the same violations (tests hold this with hypothesis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .matching import MatchState
+
+__all__ = ["PENDING_SINKS", "FlowState", "SeqState", "Violation"]
+
+PENDING_SINKS = 10_000
+"""The sink calls a stretch that does not start the trace keeps per data-flow rule, waiting
+for the earlier stretch to say whether a source came before them; past that, a part read by
+another process reports the first 10,000 only."""
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A hard rule that failed, at a call (``index``) or at the end of the trace (None)."""
+
+    rule: str
+    """The rule's id (``order[0]``, ``allow``, ``schema:search``...)."""
+    kind: str
+    """``tool_not_allowed``, ``order_violation``, ``too_many_calls``, ``too_few_calls``,
+    ``step_budget_exceeded``, ``schema_violation``, ``data_flow``, ``match_failed``."""
+    index: int | None
+    tool: str | None
+    detail: str
+    """What happened, after ``call N TOOL`` (safe to print: no argument values)."""
+    path: str | None = None
+    """The failing argument's path (schemas)."""
+    source: tuple[int, str, str] | None = None
+    """Data flow: the call that made the data private, ``(index, tool, what it did)``."""
+
+    def moved(self, calls: int) -> Violation:
+        if self.index is None or not calls:
+            return self
+        source = self.source
+        if source is not None:
+            source = (source[0] + calls, source[1], source[2])
+        return replace(self, index=self.index + calls, source=source)
+
+    def text(self) -> str:
+        """What happened, after ``call N TOOL`` (a data-flow violation names its source)."""
+        if self.source is None:
+            return self.detail
+        index, tool, why = self.source
+        return f"{self.detail} after call {index + 1} {tool} {why}"
+
+
+def _shift(items: tuple[int, ...], calls: int) -> tuple[int, ...]:
+    return tuple(i + calls for i in items) if calls else items
+
+
+@dataclass(frozen=True)
+class SeqState:
+    """The rules read from new calls in order: counts, order, the allowlist, the schemas
+    and the match modes (see the module docstring)."""
+
+    origin: bool
+    calls: int
+    counts: tuple[int, ...]
+    """Per count rule: the calls to its tool (every call for a step budget)."""
+    heads: tuple[tuple[int, ...], ...]
+    """Per count rule with a ``max`` and a tool, in a stretch that is not the origin: the
+    indices of the first ``max + 1`` calls to the tool."""
+    seen: tuple[bool, ...]
+    """Per order rule: ``before`` was called."""
+    first_after: tuple[int | None, ...]
+    """Per order rule: the first call to ``after`` with no ``before`` ahead of it (a
+    violation in an origin state, pending otherwise)."""
+    violations: tuple[Violation, ...] = ()
+    match: MatchState | None = None
+
+    def merge_found(
+        self, later: SeqState, maxes: tuple[int | None, ...], budgets: tuple[bool, ...],
+        tools: tuple[str | None, ...], rules: tuple[str, ...], orders: tuple[tuple[str, str], ...],
+    ) -> tuple[SeqState, list[Violation]]:  # fmt: skip
+        """This stretch followed by ``later``, and the violations only the two together
+        show (the rules' shapes come from the check): some only when this stretch starts the
+        trace; ``later``'s own violations are not among them."""
+        shift = self.calls
+        found: list[Violation] = []
+        counts: list[int] = []
+        heads: list[tuple[int, ...]] = []
+        for r, (mine, theirs) in enumerate(zip(self.counts, later.counts, strict=True)):
+            total = mine + theirs
+            counts.append(total)
+            high = maxes[r]
+            if high is None:
+                heads.append(())
+                continue
+            if self.origin and mine <= high < total:  # went past max in the later stretch
+                at = high - mine  # the later stretch's (at+1)-th call to the tool
+                if budgets[r]:
+                    index = shift + at
+                else:
+                    index = later.heads[r][at] + shift
+                found.append(_too_many(rules[r], index, tools[r], high, budgets[r]))
+            if self.origin or budgets[r]:
+                heads.append(())
+            else:
+                heads.append((self.heads[r] + _shift(later.heads[r], shift))[: high + 1])
+        seen: list[bool] = []
+        firsts: list[int | None] = []
+        for r, (was, first) in enumerate(zip(self.seen, self.first_after, strict=True)):
+            seen.append(was or later.seen[r])
+            if first is not None or was or later.first_after[r] is None:
+                firsts.append(first)
+                continue
+            index = later.first_after[r] + shift  # type: ignore[operator]
+            firsts.append(index)
+            if self.origin:
+                before, after = orders[r]
+                found.append(
+                    Violation(rules[r], "order_violation", index, after,
+                              f"comes before any call to {before}")
+                )  # fmt: skip
+        moved = [v.moved(shift) for v in later.violations]
+        found.sort(key=_by_index)
+        violations = self.violations
+        if found or moved:
+            violations = violations + tuple(sorted(found + moved, key=_by_index))
+        match = self.match
+        if match is not None and later.match is not None:
+            match = match.merge(later.match)
+        state = SeqState(
+            self.origin, shift + later.calls, tuple(counts), tuple(heads), tuple(seen),
+            tuple(firsts), violations, match,
+        )  # fmt: skip
+        return state, found
+
+
+def _by_index(v: Violation) -> tuple[int, int]:
+    return (v.index if v.index is not None else 1 << 62, 0)
+
+
+def _too_many(rule: str, index: int, tool: str | None, high: int, budget: bool) -> Violation:
+    if budget:
+        return Violation(rule, "step_budget_exceeded", index, None,
+                         f"goes past the budget of {high} call{'s' * (high != 1)}")  # fmt: skip
+    return Violation(rule, "too_many_calls", index, tool,
+                     f"is call {high + 1} to {tool}; at most {high} allowed")  # fmt: skip
+
+
+Source = tuple[int, str, str]
+"""A data-flow source: ``(index, tool, what it did)``."""
+
+
+@dataclass(frozen=True)
+class FlowState:
+    """The data-flow rules, read from completed calls in order (see the module docstring)."""
+
+    origin: bool
+    calls: int
+    sources: tuple[Source | None, ...]
+    """Per rule: the first source in the stretch."""
+    pending: tuple[tuple[tuple[int, str], ...], ...]
+    """Per rule, in a stretch that is not the origin: the sink calls ``(index, tool)`` before
+    its first source (at most :data:`PENDING_SINKS`)."""
+    violations: tuple[Violation, ...] = ()
+
+    def merge_found(
+        self, later: FlowState, rules: tuple[str, ...]
+    ) -> tuple[FlowState, list[Violation]]:
+        """This stretch followed by ``later``, and the violations only the two together
+        show."""
+        shift = self.calls
+        found: list[Violation] = []
+        sources: list[Source | None] = []
+        pending: list[tuple[tuple[int, str], ...]] = []
+        for r, source in enumerate(self.sources):
+            waiting = later.pending[r]
+            if source is not None:
+                found.extend(_leak(rules[r], i + shift, tool, source) for i, tool in waiting)
+                sources.append(source)
+                pending.append(() if self.origin else self.pending[r])
+                continue
+            theirs = later.sources[r]
+            sources.append(None if theirs is None else (theirs[0] + shift, theirs[1], theirs[2]))
+            if self.origin:
+                pending.append(())  # sinks with no source before them: nothing to report
+            else:
+                moved = tuple((index + shift, tool) for index, tool in waiting)
+                pending.append((self.pending[r] + moved)[:PENDING_SINKS])
+        moved_v = [v.moved(shift) for v in later.violations]
+        found.sort(key=_by_index)
+        violations = self.violations
+        if found or moved_v:
+            violations = violations + tuple(sorted(found + moved_v, key=_by_index))
+        state = FlowState(
+            self.origin, shift + later.calls, tuple(sources), tuple(pending), violations
+        )
+        return state, found
+
+
+def _leak(rule: str, index: int, tool: str, source: Source) -> Violation:
+    return Violation(rule, "data_flow", index, tool, "sends data out", None, source)
