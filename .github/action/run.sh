@@ -60,7 +60,7 @@ except ImportError:
     with open(sys.argv[1], encoding="utf-8") as fh:
         summary = json.load(fh)["summary"]
 recall = summary.get("required_call_recall")
-violations = int(summary.get("policy_violations") or 0) + int(summary.get("secrets") or 0)
+violations = sum(int(summary.get(key) or 0) for key in ("policy_violations", "secrets", "rule_violations"))
 print(f"score={summary['score']}")
 print(f"grade={summary['grade']}")
 print(f"required-call-recall={'' if recall is None else recall}")

@@ -28,7 +28,7 @@ from .errors import InputError
 from .gold import calls_from_dicts, gold_from_dicts, load_gold
 from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
 from .result import EvaluationResult, normalize_weights, reduce
-from .rules import load_forbidden_rules, rules_from_python
+from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
 
 if TYPE_CHECKING:
     from . import parallel
@@ -44,8 +44,12 @@ __all__ = [
 
 GoldInput = Union[str, "os.PathLike[str]", Sequence[Mapping[str, Any]], Sequence[ToolCall]]
 """A gold file's path, or the expected calls as dicts (or ToolCall objects)."""
-RulesInput = Union[str, "os.PathLike[str]", Sequence[Mapping[str, Any]], None]
-"""A forbidden-rule file's path, or rules in Python form."""
+RulesInput = Union[
+    str, "os.PathLike[str]", Sequence[Mapping[str, Any]], Mapping[str, Any], RuleSet, None
+]
+"""A rule file's path, or rules in Python form: a list of forbidden rules, or a rule object
+(``{"forbidden": [...], "allow": [...], "order": [...], ...}``; see
+:mod:`toolscore.hardrules.spec`)."""
 TraceSource = Union[
     str,
     "os.PathLike[str]",
@@ -70,28 +74,46 @@ def _gold(gold: GoldInput) -> list[ToolCall]:
     return gold_from_dicts(items)
 
 
-def _rules(forbidden: RulesInput) -> list[dict[str, Any]] | None:
-    if forbidden is None:
+def _one_ruleset(rules: RulesInput) -> RuleSet | None:
+    if rules is None:
         return None
-    if isinstance(forbidden, (str, os.PathLike)):
-        return load_forbidden_rules(forbidden)
-    return rules_from_python(list(forbidden))
+    if isinstance(rules, (str, os.PathLike)):
+        return load_rules(rules)
+    if isinstance(rules, (RuleSet, Mapping)):
+        return ruleset(rules)
+    return ruleset(list(rules))
+
+
+def _rules(
+    forbidden: RulesInput, rules: RulesInput = None, gold: GoldInput | None = None
+) -> RuleSet | None:
+    """The forbidden and hard rules of ``forbidden``, ``rules`` and the gold file, as one."""
+    found = _one_ruleset(forbidden)
+    found = combine(found, _one_ruleset(rules))
+    if isinstance(gold, (str, os.PathLike)):
+        found = combine(load_gold_rules(gold), found)
+    return found
 
 
 def _checks(
     gold: list[ToolCall],
-    rules: list[dict[str, Any]] | None,
+    rules: RuleSet | None,
     *,
     strict: bool,
     keep_details: bool,
+    part: bool = False,
 ) -> list[BaseCheck]:
     checks: list[BaseCheck] = [
         expected_check(gold, strict=strict, keep_details=keep_details),
         errors_check(),
         secrets_check(),
     ]
-    if rules is not None:
-        checks.append(policy_check(rules))
+    if rules is not None and rules.has_forbidden:
+        checks.append(policy_check(rules.forbidden))
+    if rules is not None and rules.hard:
+        from .checks.hardrules import hard_rules_check
+
+        checks.append(hard_rules_check(rules, gold, strict=strict, part=part))
     return checks
 
 
@@ -125,11 +147,12 @@ def _open_run(
     keep_calls: bool,
     on_finding: FindingSink | None = None,
     on_calls: CallSink | None = None,
+    rules: RulesInput = None,
 ) -> tuple[Pipeline, list[ToolCall], dict[str, float]]:
     """Validate weights, load the gold file and the rules, build the streaming pipeline."""
     norm = normalize_weights(weights)
     gold_calls = [] if gold is None else _gold(gold)
-    rules = _rules(forbidden)
+    rules = _rules(forbidden, rules, gold)
     pipeline = Pipeline(
         _checks(gold_calls, rules, strict=strict, keep_details=keep_calls),
         keep_calls=keep_calls,
@@ -151,6 +174,8 @@ def evaluate(
     weights: Mapping[str, float] | None = None,
     strict: bool = False,
     forbidden: RulesInput = None,
+    *,
+    rules: RulesInput = None,
 ) -> EvaluationResult:
     """Score in-memory calls against expected ones, with the behavior and safety checks.
 
@@ -160,7 +185,9 @@ def evaluate(
             OpenAI or Anthropic response, an OTel export, an SDK object with ``model_dump``).
         weights: score weights, merged with the defaults and renormalized.
         strict: compare argument types exactly (``1 != 1.0``) and recurse.
-        forbidden: forbidden-call rules (Python form or a JSON rule file's path).
+        forbidden: forbidden-call rules (Python form or a JSON rule file's path), or a rule
+            object with hard rules too (see :data:`RulesInput`).
+        rules: more rules, in the same forms (joined with ``forbidden``'s).
 
     Returns:
         The result, with every call kept (``to_dict()`` lists them).
@@ -173,9 +200,9 @@ def evaluate(
     if not isinstance(expected, list):
         raise TypeError(f"expected must be a list of dicts, got {type(expected).__name__}")
     gold = gold_from_dicts(expected)
-    rules = _rules(forbidden)
+    ruleset = _rules(forbidden, rules)
     calls = calls_from_dicts(_extract(actual))
-    pipeline = Pipeline(_checks(gold, rules, strict=strict, keep_details=True), keep_calls=True)
+    pipeline = Pipeline(_checks(gold, ruleset, strict=strict, keep_details=True), keep_calls=True)
     run_sync(pipeline, _batches_of(calls))
     return _result(pipeline, gold, norm, include_extras=False)
 
@@ -201,6 +228,7 @@ def evaluate_trace(
     keep_calls: bool = False,
     workers: int | None = 1,
     on_bytes: Callable[[int], None] | None = None,
+    rules: RulesInput = None,
 ) -> EvaluationResult:
     """Score a trace file against a gold file in one streaming pass.
 
@@ -235,6 +263,9 @@ def evaluate_trace(
         workers: processes to read a large trace with (see above).
         on_bytes: told how many bytes of the file each read took, in every process
             (for a progress bar).
+        rules: hard rules (and more forbidden ones): a rule file's path or a rule object;
+            a gold file that is an object may hold its own (``"rules"``, ``"match"``,
+            ``"arguments"``).
 
     Raises:
         InputError: the gold file, the rule file or the trace cannot be opened, or the trace's
@@ -254,6 +285,7 @@ def evaluate_trace(
         keep_calls=keep_calls,
         on_finding=on_finding,
         on_calls=on_calls,
+        rules=rules,
     )
     split = _plan_parts(pipeline, trace_file, format, workers, on_calls, keep_calls)
     if split is None:
@@ -261,11 +293,11 @@ def evaluate_trace(
     else:
         from . import parallel
 
-        rules = _rules(forbidden)
+        ruleset = _rules(forbidden, rules, gold_file)
         parallel.run(
             pipeline,
             split,
-            lambda: _checks(gold, rules, strict=strict, keep_details=False),
+            lambda: _checks(gold, ruleset, strict=strict, keep_details=False, part=True),
             on_bytes=on_bytes,
         )
         finish_sync(pipeline)
@@ -334,6 +366,7 @@ async def evaluate_stream(
     on_finding: FindingSink | None = None,
     on_calls: CallSink | None = None,
     keep_calls: bool = False,
+    rules: RulesInput = None,
 ) -> EvaluationResult:
     """Score a trace as it streams in, reporting findings the moment they happen.
 
@@ -345,7 +378,7 @@ async def evaluate_stream(
         gold: a gold file's path or the expected calls.
         source: see :data:`TraceSource`.
         format: ``auto`` or a format name, for byte sources.
-        weights, forbidden, strict: as for :func:`evaluate_trace`.
+        weights, forbidden, strict, rules: as for :func:`evaluate_trace`.
         on_finding: receives findings as they happen.
         on_calls: receives completed calls in index order.
         keep_calls: keep every call on the result.
@@ -361,6 +394,7 @@ async def evaluate_stream(
         keep_calls=keep_calls,
         on_finding=on_finding,
         on_calls=on_calls,
+        rules=rules,
     )
     await run_async(pipeline, _aguard_first(abatches(source, format)))
     return _result(pipeline, gold_calls, norm, include_extras=True)

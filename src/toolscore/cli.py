@@ -153,17 +153,19 @@ def _wants_progress(trace: str) -> bool:
 
 
 def _gates(result: ReportResult, opts: EvalOptions, threshold: float | str | None) -> Outcome:
-    from .reports import secret_count
+    from .reports import rule_violation_count, secret_count
     from .verdict import passes
 
     violations = False
     below = False
     if opts.fail_on_violations:
-        count = len(result.policy_violations) + secret_count(result)
+        rules = rule_violation_count(result)
+        count = len(result.policy_violations) + secret_count(result) + rules
         if count > 0:
             violations = True
+            what = "forbidden call(s), broken rule(s)" if rules else "forbidden call(s)"
             sys.stderr.write(
-                f"ERROR {count} forbidden call(s) or credential(s) found (--fail-on-violations)\n"
+                f"ERROR {count} {what} or credential(s) found (--fail-on-violations)\n"
             )
     if threshold is not None:
         score = result.score
@@ -457,7 +459,11 @@ FailUnderOption = Annotated[
     typer.Option("--fail-under", help="Exit 1 when the score (0-1) or grade (A-F) is below this."),
 ]
 ForbiddenOption = Annotated[
-    str | None, typer.Option("--forbidden", help="A JSON file of forbidden-call rules.")
+    str | None,
+    typer.Option(
+        "--forbidden",
+        help="A JSON rule file: forbidden-call rules, or an object with hard rules too.",
+    ),
 ]
 FailOnViolationsOption = Annotated[
     bool,

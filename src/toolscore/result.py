@@ -271,6 +271,20 @@ class EvaluationResult:
         return list(violations) if violations else []
 
     @property
+    def rule_violations(self) -> list[dict[str, Any]]:
+        """Hard-rule violations (allowlist, order, counts, step budget, schemas, data flow,
+        match modes), in trace order, those found at the end last; empty without hard rules.
+        Each is ``{"rule", "kind", "index", "tool", "path", "message"}``."""
+        violations = (self.metrics.get("rule_metrics") or {}).get("violations")
+        return list(violations) if violations else []
+
+    @property
+    def match_verdicts(self) -> dict[str, bool]:
+        """The trajectory match modes asked for, each ``True`` when the trace passed it."""
+        match = (self.metrics.get("rule_metrics") or {}).get("match") or {}
+        return {mode: bool(v.get("passed")) for mode, v in match.items()}
+
+    @property
     def findings(self) -> list[Finding]:
         """Every finding kept, in call order."""
         return list(self._findings)
@@ -327,8 +341,8 @@ class EvaluationResult:
     def behavior_findings(self) -> list[tuple[str, str]]:
         """Toolscore's "Behavior and safety" lines as ``(severity, message)`` pairs.
 
-        Policy violations, then credentials, then the failed-calls and retry warnings. Call
-        numbers are 1-based.
+        Policy violations, hard-rule violations (and the match modes passed, as ``info``),
+        then credentials, then the failed-calls and retry warnings. Call numbers are 1-based.
         """
         metrics = self.metrics
         out: list[tuple[str, str]] = []
@@ -341,6 +355,12 @@ class EvaluationResult:
                     f"{v['rule'] + 1}{reason}",
                 )
             )
+        out.extend(("error", str(v["message"])) for v in self.rule_violations)
+        out.extend(
+            ("info", f"trajectory match ({mode}) passed")
+            for mode, passed in self.match_verdicts.items()
+            if passed
+        )
         for s in (metrics.get("security_metrics") or {}).get("secrets") or []:
             out.append(
                 (
@@ -409,7 +429,7 @@ def reduce(
     for check in checks:
         by_name.setdefault(check.name, check)
     parts: dict[str, dict[str, Any]] = {}
-    for name in ("expected", "errors", "secrets", "policy"):
+    for name in ("expected", "errors", "secrets", "policy", "rules"):
         if name in by_name:
             parts[name] = dict(getattr(by_name[name], "metrics", dict)())
     expected = parts.get("expected", {})
@@ -426,6 +446,8 @@ def reduce(
         metrics["security_metrics"] = parts["secrets"]["security_metrics"]
     if "policy_metrics" in parts.get("policy", {}):
         metrics["policy_metrics"] = parts["policy"]["policy_metrics"]
+    if "rule_metrics" in parts.get("rules", {}):
+        metrics["rule_metrics"] = parts["rules"]["rule_metrics"]
     if include_extras and "expected" in by_name:
         extra = getattr(by_name["expected"], "extra_metrics", None)
         if extra is not None:

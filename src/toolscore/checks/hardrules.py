@@ -135,7 +135,6 @@ class HardRulesCheck(BaseCheck):
             shift = self.seq.calls
             self.seq, new = self._merge_seq(self.seq, span)
             found.extend(new)
-            found.extend(v.moved(shift) for v in span.violations)
             for v in found:
                 if v.index is not None:
                     where[v.index] = cols.location(v.index - shift)
@@ -144,12 +143,10 @@ class HardRulesCheck(BaseCheck):
             span_f = self._flow_span(dcols)
             shift = self.flow.calls
             self.flow, new_f = self.flow.merge_found(span_f, self._flow_ids)
-            moved = [v.moved(shift) for v in span_f.violations]
-            for v in (*new_f, *moved):
+            for v in new_f:
                 if v.index is not None:
                     where[v.index] = dcols.location(v.index - shift)
             found.extend(new_f)
-            found.extend(moved)
         if self.part or not found:
             return []
         found.sort(key=_order_key)
@@ -157,7 +154,13 @@ class HardRulesCheck(BaseCheck):
 
     def _merge_seq(self, state: SeqState, later: SeqState) -> tuple[SeqState, list[Violation]]:
         return state.merge_found(
-            later, self._maxes, self._budgets, self._count_tools, self._count_ids, self._orders
+            later,
+            self._maxes,
+            self._budgets,
+            self._count_tools,
+            self._count_ids,
+            self._orders,
+            self._order_ids,
         )
 
     def _seq_span(self, cols: Any) -> SeqState:
@@ -344,13 +347,9 @@ class HardRulesCheck(BaseCheck):
         """Take in a later part's state: the part's own violations and those only the two
         together show, as findings (a part keeps its findings in its state)."""
         seq, flow = state
-        shift = self.seq.calls
         self.seq, found = self._merge_seq(self.seq, seq)
-        found.extend(v.moved(shift) for v in seq.violations)
-        shift_f = self.flow.calls
         self.flow, found_f = self.flow.merge_found(flow, self._flow_ids)
         found.extend(found_f)
-        found.extend(v.moved(shift_f) for v in flow.violations)
         if self.part:
             return []
         found.sort(key=_order_key)

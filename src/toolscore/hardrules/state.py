@@ -94,10 +94,12 @@ class SeqState:
     def merge_found(
         self, later: SeqState, maxes: tuple[int | None, ...], budgets: tuple[bool, ...],
         tools: tuple[str | None, ...], rules: tuple[str, ...], orders: tuple[tuple[str, str], ...],
+        order_ids: tuple[str, ...],
     ) -> tuple[SeqState, list[Violation]]:  # fmt: skip
         """This stretch followed by ``later``, and the violations only the two together
-        show (the rules' shapes come from the check): some only when this stretch starts the
-        trace; ``later``'s own violations are not among them."""
+        show, with ``later``'s own (moved after this stretch): every violation new to the
+        merged state, in call order. Count and order violations are found only when this
+        stretch starts the trace."""
         shift = self.calls
         found: list[Violation] = []
         counts: list[int] = []
@@ -132,14 +134,11 @@ class SeqState:
             if self.origin:
                 before, after = orders[r]
                 found.append(
-                    Violation(rules[r], "order_violation", index, after,
+                    Violation(order_ids[r], "order_violation", index, after,
                               f"comes before any call to {before}")
                 )  # fmt: skip
-        moved = [v.moved(shift) for v in later.violations]
-        found.sort(key=_by_index)
-        violations = self.violations
-        if found or moved:
-            violations = violations + tuple(sorted(found + moved, key=_by_index))
+        new = sorted(found + [v.moved(shift) for v in later.violations], key=_by_index)
+        violations = self.violations + tuple(new) if new else self.violations
         match = self.match
         if match is not None and later.match is not None:
             match = match.merge(later.match)
@@ -147,7 +146,7 @@ class SeqState:
             self.origin, shift + later.calls, tuple(counts), tuple(heads), tuple(seen),
             tuple(firsts), violations, match,
         )  # fmt: skip
-        return state, found
+        return state, new
 
 
 def _by_index(v: Violation) -> tuple[int, int]:
@@ -182,8 +181,8 @@ class FlowState:
     def merge_found(
         self, later: FlowState, rules: tuple[str, ...]
     ) -> tuple[FlowState, list[Violation]]:
-        """This stretch followed by ``later``, and the violations only the two together
-        show."""
+        """This stretch followed by ``later``, and the violations new to the merged state
+        (those only the two together show, and ``later``'s own, moved), in call order."""
         shift = self.calls
         found: list[Violation] = []
         sources: list[Source | None] = []
@@ -202,11 +201,14 @@ class FlowState:
             else:
                 moved = tuple((index + shift, tool) for index, tool in waiting)
                 pending.append((self.pending[r] + moved)[:PENDING_SINKS])
-        moved_v = [v.moved(shift) for v in later.violations]
+        earlier = {rules[r]: src for r, src in enumerate(self.sources) if src is not None}
+        for v in later.violations:
+            moved = v.moved(shift)
+            if v.rule in earlier:  # the source that counts is the first of the whole
+                moved = replace(moved, source=earlier[v.rule])
+            found.append(moved)
         found.sort(key=_by_index)
-        violations = self.violations
-        if found or moved_v:
-            violations = violations + tuple(sorted(found + moved_v, key=_by_index))
+        violations = self.violations + tuple(found) if found else self.violations
         state = FlowState(
             self.origin, shift + later.calls, tuple(sources), tuple(pending), violations
         )

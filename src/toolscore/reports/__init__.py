@@ -25,6 +25,7 @@ __all__ = [
     "input_lines",
     "number",
     "required_counts",
+    "rule_violation_count",
     "secret_count",
     "section",
     "verdict_word",
@@ -83,6 +84,11 @@ def number(value: Any, default: float = 0.0) -> float:
 def secret_count(result: ReportResult) -> int:
     """How many credential findings the security check reported."""
     return int(number(section(result.metrics, "security_metrics").get("secret_count")))
+
+
+def rule_violation_count(result: ReportResult) -> int:
+    """How many hard rules failed (allowlist, order, counts, schemas, data flow, match modes)."""
+    return int(number(section(result.metrics, "rule_metrics").get("violation_count")))
 
 
 def failed_calls(result: ReportResult) -> int:

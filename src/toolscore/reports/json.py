@@ -30,7 +30,7 @@ import orjson
 from ..calls import Finding, ToolCall
 from ..columns import Columns, call_json, record_bytes, write_joined
 from ..result import expected_record, json_safe
-from . import ReportResult, failed_calls, secret_count
+from . import ReportResult, failed_calls, rule_violation_count, secret_count
 
 __all__ = ["CallSpool", "FindingSpool", "JsonReport", "dumps", "summary", "write_json_report"]
 
@@ -313,7 +313,7 @@ class FindingSpool(_LineSpool):
 def summary(result: ReportResult, record: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict for scripts: counts, score, grade, weights and the safety totals."""
     error = result.input_error
-    return {
+    out = {
         "gold_calls_count": record.get("gold_calls_count", len(result.gold_calls)),
         "trace_calls_count": record.get("trace_calls_count", result.trace_calls_count),
         "score": record.get("score", result.score),
@@ -327,6 +327,12 @@ def summary(result: ReportResult, record: Mapping[str, Any]) -> dict[str, Any]:
         "input_error": None if error is None else error.to_json(),
         "input_problems": result.input_problems,
     }
+    rules = result.metrics.get("rule_metrics")
+    if isinstance(rules, Mapping):  # hard rules were given
+        out["rule_violations"] = rule_violation_count(result)
+        if rules.get("match"):
+            out["match"] = {mode: v.get("passed") for mode, v in rules["match"].items()}
+    return out
 
 
 def _indented(value: Any, level: int) -> bytes:
