@@ -519,8 +519,9 @@ def load_gold_rules(path: str | os.PathLike[str]) -> RuleSet | None:
 
 
 def combine(first: RuleSet | None, second: RuleSet | None) -> RuleSet | None:
-    """Both rule sets as one: lists joined, the allowlists intersected (least privilege),
-    match modes joined; ``second``'s argument modes win."""
+    """Both rule sets as one: lists joined (an id of ``second``'s that ``first`` has too
+    gets ``#2``), the allowlists intersected (least privilege), match modes joined;
+    ``second``'s argument modes win."""
     if first is None:
         return second
     if second is None:
@@ -536,15 +537,22 @@ def combine(first: RuleSet | None, second: RuleSet | None) -> RuleSet | None:
         schemas = second.schemas
     elif second.schemas is not None:
         schemas = schemas.combined(second.schemas)
+    taken = {r.id for r in (*first.order, *first.counts, *first.data_flow)}
+    if first.allow is not None:
+        taken.add(first.allow_id)
+
+    def fresh(rule: Any) -> Any:  # the same default id in both: the second's gets a suffix
+        return replace(rule, id=f"{rule.id}#2") if rule.id in taken else rule
+
     out = RuleSet(
         forbidden=first.forbidden + second.forbidden,
         allow=allow,
         allow_id=allow_id,
         allow_reason=reason,
-        order=first.order + second.order,
-        counts=first.counts + second.counts,
+        order=first.order + tuple(fresh(r) for r in second.order),
+        counts=first.counts + tuple(fresh(r) for r in second.counts),
         schemas=schemas,
-        data_flow=first.data_flow + second.data_flow,
+        data_flow=first.data_flow + tuple(fresh(r) for r in second.data_flow),
         match=first.match + tuple(m for m in second.match if m not in first.match),
         arguments=second.arguments if second.arguments is not None else first.arguments,
         has_forbidden=first.has_forbidden or second.has_forbidden,

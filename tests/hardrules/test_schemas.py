@@ -1,0 +1,126 @@
+"""Tool schemas from OpenAI, Anthropic, MCP and Gemini definitions, and a call's arguments
+checked against them with the failing path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolscore import evaluate
+from toolscore.hardrules import ToolSchemas, tool_definitions
+from toolscore.hardrules.schemas import error_path
+
+SEARCH = {
+    "type": "object",
+    "properties": {
+        "q": {"type": "string"},
+        "limit": {"type": "integer", "minimum": 1},
+        "filters": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"field": {"enum": ["a", "b"]}},
+                      "required": ["field"]},
+        },
+    },
+    "required": ["q"],
+    "additionalProperties": False,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "definitions",
+    [
+        [{"type": "function", "function": {"name": "search", "parameters": SEARCH}}],  # OpenAI
+        [{"type": "function", "name": "search", "parameters": SEARCH}],  # OpenAI Responses
+        [{"name": "search", "description": "web", "input_schema": SEARCH}],  # Anthropic
+        {"tools": [{"name": "search", "inputSchema": SEARCH}]},  # MCP tools/list result
+        {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "search",
+                                                          "inputSchema": SEARCH}]}},
+        [{"functionDeclarations": [{"name": "search", "parameters": SEARCH}]}],  # Gemini
+        {"search": SEARCH},  # name -> schema
+    ],
+    ids=["openai", "openai-responses", "anthropic", "mcp", "mcp-jsonrpc", "gemini", "mapping"],
+)  # fmt: skip
+def test_every_provider_shape_gives_the_tool_and_its_schema(definitions: Any) -> None:
+    assert tool_definitions(definitions) == [("search", SEARCH)]
+    schemas = ToolSchemas.from_definitions(definitions)
+    assert schemas.problem("search", {"q": "x"}) is None
+
+
+def test_a_tool_declared_without_parameters_takes_any_object() -> None:
+    schemas = ToolSchemas.from_definitions([{"name": "now", "description": "the time"}])
+    assert schemas.problem("now", {"tz": "UTC"}) is None
+    assert schemas.problem("now", None) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "path", "problem"),
+    [
+        ({}, "", "'q' is a required property"),
+        ({"q": 3}, "q", "expected 'string', got integer"),
+        ({"q": "x", "limit": 0}, "limit", "fails minimum 1"),
+        ({"q": "x", "filters": [{"field": "a"}, {"field": "c"}]}, "filters[1].field",
+         "not one of ['a', 'b']"),
+        ({"q": "x", "filters": [{}]}, "filters[0]", "'field' is a required property"),
+        ({"q": "x", "page": 2}, "", "unexpected argument 'page'"),
+    ],
+)  # fmt: skip
+def test_the_failing_path_and_keyword_are_reported(args: Any, path: str, problem: str) -> None:
+    found = ToolSchemas({"search": SEARCH}).problem("search", args)
+    assert found is not None
+    assert found[:2] == (path, problem)
+
+
+def test_the_message_never_quotes_the_argument_value() -> None:
+    key = "sk-ant-" + "aB3xY9" * 5
+    result = evaluate(
+        [],
+        [{"tool": "search", "args": {"q": ["not", key]}}],
+        rules={"schemas": {"search": SEARCH}},
+    )
+    (violation,) = result.rule_violations
+    assert violation["kind"] == "schema_violation" and violation["path"] == "q"
+    assert key not in violation["message"] and "aB3xY9" not in violation["message"]
+    assert violation["message"] == (
+        "call 1 search arguments fail its schema at 'q': expected 'string', got array "
+        "(rule schema:search)"
+    )
+
+
+def test_a_call_to_a_tool_without_a_schema_is_not_checked() -> None:
+    assert ToolSchemas({"search": SEARCH}).problem("fetch", {"anything": 1}) is None
+
+
+def test_answers_are_remembered_by_the_arguments_text() -> None:
+    schemas = ToolSchemas({"search": SEARCH})
+    first = schemas.problem("search", {"q": 1}, b'{"q":1}')
+    assert first is not None
+    # the same key answers from memory, even for other values (the caller's contract)
+    assert schemas.problem("search", {"q": "fine"}, b'{"q":1}') == first
+
+
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["q", "limit", "filters", "field", "x"]), inner, max_size=3
+        )
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(args=json_value)
+def test_any_arguments_get_an_answer_that_agrees_with_jsonschema(args: Any) -> None:
+    from jsonschema import Draft202012Validator
+
+    found = ToolSchemas({"search": SEARCH}).problem("search", args)
+    errors = list(Draft202012Validator(SEARCH).iter_errors(args))
+    assert (found is None) == (not errors)
+    if found is not None:
+        paths = {error_path(e.absolute_path) for e in errors}
+        assert found[0] in paths and found[2] == len(errors)
