@@ -26,9 +26,9 @@ from .checks.policy import policy_check
 from .checks.secrets import secrets_check
 from .errors import InputError
 from .gold import calls_from_dicts, gold_from_dicts, load_gold
+from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
 from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
 from .result import EvaluationResult, normalize_weights, reduce
-from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
 
 if TYPE_CHECKING:
     from . import parallel

@@ -104,7 +104,7 @@ def test_ids_given_in_the_file_are_kept_and_must_be_unique() -> None:
                 }
             },
             "unknown operator '\\$regx'",
-        ),  # fmt: skip
+        ),
         ({"match": "exactly"}, "unknown match mode 'exactly'"),
         ({"arguments": "loose"}, "unknown argument mode 'loose'"),
         ({"arguments": {"tools": {"a": {"args": {"x": "some"}}}}}, "argument 'x'"),

@@ -15,14 +15,15 @@ from the completed ones (``batch.done_columns()``), since a source is known by i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from ..calls import Batch, Finding, Location, ToolCall
+from ..calls import Batch, Finding, ToolCall
 from ..hardrules.matching import MatchState, args_match, call_modes, verdicts
 from ..hardrules.spec import RuleSet
 from ..hardrules.state import PENDING_SINKS, FlowState, SeqState, Source, Violation
 from ..redact import may_contain_secret, redact_secrets, scan_text
-from ..rules import ColumnTest, compile_rule_columns
+from ..rules import CompiledRule
 from ._base import BaseCheck
 
 __all__ = ["HardRulesCheck", "hard_rules_check"]
@@ -53,11 +54,11 @@ class _Flow:
         self.rule = rule
         self.sinks: frozenset[str] = rule.sinks
         self.credentials: bool = rule.credentials
-        self.sources: dict[str, list[tuple[str, ColumnTest]]] = {}
+        self.sources: dict[str, list[tuple[str, CompiledRule]]] = {}
         for j, source in enumerate(rule.sources):
             why = source["reason"] or f"matched source {j + 1}"
             self.sources.setdefault(source["tool"], []).append(
-                (str(why), compile_rule_columns(source["args"]))
+                (str(why), CompiledRule(source["args"]))
             )
 
 
@@ -128,29 +129,18 @@ class HardRulesCheck(BaseCheck):
 
     def feed(self, batch: Batch) -> list[Finding]:
         found: list[Violation] = []
-        where: dict[int, Location | None] = {}
         if batch.n_calls:
-            cols = batch.columns()
-            span = self._seq_span(cols)
-            shift = self.seq.calls
+            span = self._seq_span(batch.columns())
             self.seq, new = self._merge_seq(self.seq, span)
             found.extend(new)
-            for v in found:
-                if v.index is not None:
-                    where[v.index] = cols.location(v.index - shift)
         if self._flows and batch.n_done:
-            dcols = batch.done_columns()
-            span_f = self._flow_span(dcols)
-            shift = self.flow.calls
+            span_f = self._flow_span(batch.done_columns())
             self.flow, new_f = self.flow.merge_found(span_f, self._flow_ids)
-            for v in new_f:
-                if v.index is not None:
-                    where[v.index] = dcols.location(v.index - shift)
             found.extend(new_f)
         if self.part or not found:
             return []
         found.sort(key=_order_key)
-        return [self._finding(v, where.get(v.index)) for v in found]  # type: ignore[arg-type]
+        return [self._finding(v) for v in found]
 
     def _merge_seq(self, state: SeqState, later: SeqState) -> tuple[SeqState, list[Violation]]:
         return state.merge_found(
@@ -168,17 +158,21 @@ class HardRulesCheck(BaseCheck):
         n = len(tools)
         counts: list[int] = []
         heads: list[tuple[int, ...]] = []
-        for tool, high in zip(self._count_tools, self._maxes, strict=True):
-            if tool is None:
-                counts.append(n)
-                heads.append(())
-                continue
-            c = tools.count(tool)
+        state = self.seq
+        for r, (tool, high) in enumerate(zip(self._count_tools, self._maxes, strict=True)):
+            c = n if tool is None else tools.count(tool)
             counts.append(c)
             if high is None or not c:
                 heads.append(())
+                continue
+            # the calls a merge may report: from the start of the trace, only the one past max
+            need = high + 1 - state.counts[r] if state.origin else high + 1
+            if need <= 0:
+                heads.append(())
+            elif tool is None:
+                heads.append(tuple(range(min(c, need))))
             else:
-                heads.append(tuple(_positions(tools, tool, min(c, high + 1))))
+                heads.append(tuple(_positions(tools, tool, min(c, need))))
         seen: list[bool] = []
         firsts: list[int | None] = []
         for before, after in self._orders:
@@ -191,6 +185,10 @@ class HardRulesCheck(BaseCheck):
                 seen.append(True)
             first = _positions(tools, after, 1, stop)
             firsts.append(first[0] if first else None)
+        location = cols.location
+        keep = {i for head in heads for i in head}
+        keep.update(i for i in firsts if i is not None)
+        places = tuple((i, location(i)) for i in sorted(keep))
         violations: list[Violation] = []
         if self._allow is not None and not self._allow.issuperset(tools):
             allowed = self._allow
@@ -206,9 +204,10 @@ class HardRulesCheck(BaseCheck):
         match = None
         if self._modes:
             match = MatchState.of(len(self.gold), self._masks(cols), tools)
+        placed = tuple(replace(v, where=location(v.index)) for v in violations)
         return SeqState(
             False, n, tuple(counts), tuple(heads), tuple(seen), tuple(firsts),
-            tuple(violations), match,
+            placed, match, places,
         )  # fmt: skip
 
     def _schema_violations(self, cols: Any) -> list[Violation]:
@@ -285,7 +284,7 @@ class HardRulesCheck(BaseCheck):
                     continue
                 args = cols.args
                 for why, test in tests:
-                    found = test([args[p] for p in positions])
+                    found = test.select([args[p] for p in positions])
                     if found:
                         p = positions[found[0]]
                         if first is None or p < first[0]:
@@ -306,7 +305,11 @@ class HardRulesCheck(BaseCheck):
                     if t in sinks
                 )
         violations.sort(key=_order_key)
-        return FlowState(False, n, tuple(sources), tuple(pending), tuple(violations))
+        location = cols.location
+        placed = tuple(replace(v, where=location(v.index)) for v in violations)
+        keep = sorted({i for waiting in pending for i, _ in waiting})
+        places = tuple((i, location(i)) for i in keep)
+        return FlowState(False, n, tuple(sources), tuple(pending), placed, places)
 
     # -- the end and parts ---------------------------------------------------------------
 
@@ -332,7 +335,7 @@ class HardRulesCheck(BaseCheck):
                                   f"trajectory match ({mode}) failed: {why}")
                     )  # fmt: skip
         self.end = tuple(end)
-        return [self._finding(v, None) for v in end]
+        return [self._finding(v) for v in end]
 
     def part_state(self) -> tuple[SeqState, FlowState]:
         return self.seq, self.flow
@@ -347,13 +350,13 @@ class HardRulesCheck(BaseCheck):
         """Take in a later part's state: the part's own violations and those only the two
         together show, as findings (a part keeps its findings in its state)."""
         seq, flow = state
-        self.seq, found = self._merge_seq(self.seq, seq)
-        self.flow, found_f = self.flow.merge_found(flow, self._flow_ids)
+        self.seq, found = self._merge_seq(self.seq, seq.relocated(lines))
+        self.flow, found_f = self.flow.merge_found(flow.relocated(lines), self._flow_ids)
         found.extend(found_f)
         if self.part:
             return []
         found.sort(key=_order_key)
-        return [self._finding(v, None) for v in found]
+        return [self._finding(v) for v in found]
 
     # -- results -------------------------------------------------------------------------
 
@@ -363,7 +366,7 @@ class HardRulesCheck(BaseCheck):
         both = sorted((*self.seq.violations, *self.flow.violations), key=_order_key)
         return [*both, *self.end]
 
-    def _finding(self, v: Violation, location: Location | None) -> Finding:
+    def _finding(self, v: Violation) -> Finding:
         return Finding(
             check="rules",
             kind=v.kind,
@@ -371,7 +374,8 @@ class HardRulesCheck(BaseCheck):
             message=self.message(v),
             call_index=v.index,
             tool=v.tool,
-            location=location,
+            location=v.where,
+            path=v.path,
         )
 
     def message(self, v: Violation) -> str:

@@ -537,7 +537,8 @@ def combine(first: RuleSet | None, second: RuleSet | None) -> RuleSet | None:
         schemas = second.schemas
     elif second.schemas is not None:
         schemas = schemas.combined(second.schemas)
-    taken = {r.id for r in (*first.order, *first.counts, *first.data_flow)}
+    taken = {r.id for r in first.order} | {r.id for r in first.counts}
+    taken |= {r.id for r in first.data_flow}
     if first.allow is not None:
         taken.add(first.allow_id)
 

@@ -21,8 +21,10 @@ merged in order gives the same violations (tests hold this with hypothesis).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
+from ..calls import Location
 from .matching import MatchState
 
 __all__ = ["PENDING_SINKS", "FlowState", "SeqState", "Violation"]
@@ -50,6 +52,8 @@ class Violation:
     """The failing argument's path (schemas)."""
     source: tuple[int, str, str] | None = None
     """Data flow: the call that made the data private, ``(index, tool, what it did)``."""
+    where: Location | None = field(default=None, compare=False)
+    """Where the call was read (for the finding; not part of what the state says)."""
 
     def moved(self, calls: int) -> Violation:
         if self.index is None or not calls:
@@ -71,6 +75,32 @@ def _shift(items: tuple[int, ...], calls: int) -> tuple[int, ...]:
     return tuple(i + calls for i in items) if calls else items
 
 
+Places = tuple[tuple[int, Location | None], ...]
+"""Where the calls a state keeps pending were read, ``(index, location)``: what a finding
+found at a merge shows. Never part of a state's equality (a part numbers its lines from 1)."""
+
+
+def _places(
+    mine: Places, theirs: Places, shift: int, keep: Iterable[int]
+) -> tuple[Places, dict[int, Location | None]]:
+    """The places of both stretches (the later one's moved), those in ``keep`` kept, and all
+    of the later one's by their index in the merged state."""
+    later = {i + shift: loc for i, loc in theirs}
+    both = dict(mine)
+    both.update(later)
+    return tuple((i, both.get(i)) for i in sorted(set(keep))), later
+
+
+def _moved_line(loc: Location | None, lines: int) -> Location | None:
+    if loc is None or loc.line is None or not lines:
+        return loc
+    return Location(loc.source, loc.line + lines, loc.offset)
+
+
+def _relocated_violations(violations: tuple[Violation, ...], lines: int) -> tuple[Violation, ...]:
+    return tuple(replace(v, where=_moved_line(v.where, lines)) for v in violations)
+
+
 @dataclass(frozen=True)
 class SeqState:
     """The rules read from new calls in order: counts, order, the allowlist, the schemas
@@ -81,8 +111,8 @@ class SeqState:
     counts: tuple[int, ...]
     """Per count rule: the calls to its tool (every call for a step budget)."""
     heads: tuple[tuple[int, ...], ...]
-    """Per count rule with a ``max`` and a tool, in a stretch that is not the origin: the
-    indices of the first ``max + 1`` calls to the tool."""
+    """Per count rule with a ``max``, in a stretch that is not the origin: the indices of the
+    first ``max + 1`` calls to the tool (of every call, for a budget)."""
     seen: tuple[bool, ...]
     """Per order rule: ``before`` was called."""
     first_after: tuple[int | None, ...]
@@ -90,6 +120,15 @@ class SeqState:
     violation in an origin state, pending otherwise)."""
     violations: tuple[Violation, ...] = ()
     match: MatchState | None = None
+    places: Places = field(default=(), compare=False)
+
+    def relocated(self, lines: int) -> SeqState:
+        """The same state with its calls' lines ``lines`` further on (a part read alone)."""
+        if not lines:
+            return self
+        places = tuple((i, _moved_line(loc, lines)) for i, loc in self.places)
+        violations = _relocated_violations(self.violations, lines)
+        return replace(self, places=places, violations=violations)
 
     def merge_found(
         self, later: SeqState, maxes: tuple[int | None, ...], budgets: tuple[bool, ...],
@@ -104,6 +143,7 @@ class SeqState:
         found: list[Violation] = []
         counts: list[int] = []
         heads: list[tuple[int, ...]] = []
+        _, at_later = _places((), later.places, shift, ())
         for r, (mine, theirs) in enumerate(zip(self.counts, later.counts, strict=True)):
             total = mine + theirs
             counts.append(total)
@@ -112,13 +152,10 @@ class SeqState:
                 heads.append(())
                 continue
             if self.origin and mine <= high < total:  # went past max in the later stretch
-                at = high - mine  # the later stretch's (at+1)-th call to the tool
-                if budgets[r]:
-                    index = shift + at
-                else:
-                    index = later.heads[r][at] + shift
-                found.append(_too_many(rules[r], index, tools[r], high, budgets[r]))
-            if self.origin or budgets[r]:
+                index = later.heads[r][high - mine] + shift  # its (high - mine + 1)-th call
+                v = _too_many(rules[r], index, tools[r], high, budgets[r])
+                found.append(replace(v, where=at_later.get(index)))
+            if self.origin:
                 heads.append(())
             else:
                 heads.append((self.heads[r] + _shift(later.heads[r], shift))[: high + 1])
@@ -135,16 +172,21 @@ class SeqState:
                 before, after = orders[r]
                 found.append(
                     Violation(order_ids[r], "order_violation", index, after,
-                              f"comes before any call to {before}")
+                              f"comes before any call to {before}", where=at_later.get(index))
                 )  # fmt: skip
         new = sorted(found + [v.moved(shift) for v in later.violations], key=_by_index)
         violations = self.violations + tuple(new) if new else self.violations
         match = self.match
         if match is not None and later.match is not None:
             match = match.merge(later.match)
+        places: Places = ()
+        if not self.origin:
+            keep = [i for head in heads for i in head]
+            keep += [i for i in firsts if i is not None]
+            places, _ = _places(self.places, later.places, shift, keep)
         state = SeqState(
             self.origin, shift + later.calls, tuple(counts), tuple(heads), tuple(seen),
-            tuple(firsts), violations, match,
+            tuple(firsts), violations, match, places,
         )  # fmt: skip
         return state, new
 
@@ -177,6 +219,15 @@ class FlowState:
     """Per rule, in a stretch that is not the origin: the sink calls ``(index, tool)`` before
     its first source (at most :data:`PENDING_SINKS`)."""
     violations: tuple[Violation, ...] = ()
+    places: Places = field(default=(), compare=False)
+
+    def relocated(self, lines: int) -> FlowState:
+        """The same state with its calls' lines ``lines`` further on (a part read alone)."""
+        if not lines:
+            return self
+        places = tuple((i, _moved_line(loc, lines)) for i, loc in self.places)
+        violations = _relocated_violations(self.violations, lines)
+        return replace(self, places=places, violations=violations)
 
     def merge_found(
         self, later: FlowState, rules: tuple[str, ...]
@@ -187,10 +238,14 @@ class FlowState:
         found: list[Violation] = []
         sources: list[Source | None] = []
         pending: list[tuple[tuple[int, str], ...]] = []
+        _, at_later = _places((), later.places, shift, ())
         for r, source in enumerate(self.sources):
             waiting = later.pending[r]
             if source is not None:
-                found.extend(_leak(rules[r], i + shift, tool, source) for i, tool in waiting)
+                found.extend(
+                    _leak(rules[r], i + shift, tool, source, at_later.get(i + shift))
+                    for i, tool in waiting
+                )
                 sources.append(source)
                 pending.append(() if self.origin else self.pending[r])
                 continue
@@ -203,17 +258,21 @@ class FlowState:
                 pending.append((self.pending[r] + moved)[:PENDING_SINKS])
         earlier = {rules[r]: src for r, src in enumerate(self.sources) if src is not None}
         for v in later.violations:
-            moved = v.moved(shift)
+            placed = v.moved(shift)
             if v.rule in earlier:  # the source that counts is the first of the whole
-                moved = replace(moved, source=earlier[v.rule])
-            found.append(moved)
+                placed = replace(placed, source=earlier[v.rule])
+            found.append(placed)
         found.sort(key=_by_index)
         violations = self.violations + tuple(found) if found else self.violations
+        places: Places = ()
+        if not self.origin:
+            places, _ = _places(self.places, later.places, shift,
+                                (i for waiting in pending for i, _ in waiting))  # fmt: skip
         state = FlowState(
-            self.origin, shift + later.calls, tuple(sources), tuple(pending), violations
+            self.origin, shift + later.calls, tuple(sources), tuple(pending), violations, places
         )
         return state, found
 
 
-def _leak(rule: str, index: int, tool: str, source: Source) -> Violation:
-    return Violation(rule, "data_flow", index, tool, "sends data out", None, source)
+def _leak(rule: str, index: int, tool: str, source: Source, where: Location | None) -> Violation:
+    return Violation(rule, "data_flow", index, tool, "sends data out", None, source, where)
