@@ -142,8 +142,9 @@ class _Printer:
 
     def open(self) -> None:
         if self.opts.findings is not None:
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-            self._findings_fd = os.open(self.opts.findings, flags, 0o644)
+            from .outputs import open_append
+
+            self._findings_fd = open_append(self.opts.findings)
         if self.live_status:
             from rich.live import Live
 
@@ -324,12 +325,24 @@ def run_watch(opts: WatchOptions) -> int:
 
     from .cli import EvalOptions, error_line, failure_status, final_status, parse_run_options
     from .errors import ToolscoreError
+    from .outputs import refuse_overlap
     from .reports.console import make_console
 
     parsed = parse_run_options(opts.weights, opts.fail_under)
     if isinstance(parsed, int):
         return parsed
     weights, threshold = parsed
+    try:
+        refuse_overlap(
+            [
+                ("the trace", opts.trace),
+                ("the gold file", opts.gold),
+                ("the rule file", opts.forbidden),
+            ],
+            [("--findings", opts.findings)],
+        )
+    except ToolscoreError as exc:
+        return failure_status(exc)
     console = make_console()
     printer = _Printer(opts, console)
     started = time.monotonic()

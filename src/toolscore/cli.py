@@ -272,6 +272,7 @@ def run_eval(opts: EvalOptions) -> int:
     """
     from .errors import ToolscoreError
     from .gold import load_gold
+    from .outputs import refuse_overlap
     from .reports.json import FindingSpool, JsonReport
 
     parsed = parse_run_options(opts.weights, opts.fail_under)
@@ -281,6 +282,10 @@ def run_eval(opts: EvalOptions) -> int:
 
     from ._ci_cli import prepare
 
+    try:
+        refuse_overlap(*eval_paths(opts))
+    except ToolscoreError as exc:
+        return failure_status(exc)
     try:
         ci = prepare(opts.ci)
         gold = load_gold(opts.gold)
@@ -301,7 +306,7 @@ def run_eval(opts: EvalOptions) -> int:
         try:
             report.finish(result, findings=findings)
         except OSError as exc:
-            error_line(f"cannot write the JSON report {opts.output}: {_os_error(exc)}")
+            error_line(f"cannot write the JSON report {opts.output}: {exc.strerror or exc}")
             return EXIT_ERROR
     try:
         if opts.html:
@@ -336,6 +341,30 @@ def run_eval(opts: EvalOptions) -> int:
             error_line(f"cannot write a report: {_os_error(exc)}")
             return EXIT_ERROR
     return final_status(result, opts, threshold, regression=regression)
+
+
+def eval_paths(
+    opts: EvalOptions,
+) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+    """``eval``'s inputs and outputs, for :func:`toolscore.outputs.refuse_overlap` (an option
+    that writes a file adds itself to the second list)."""
+    inputs = [
+        ("the gold file", opts.gold),
+        ("the trace", opts.trace),
+        ("the rule file", opts.forbidden),
+    ]
+    outputs = [("-o", opts.output), ("--markdown", opts.markdown), ("--html", opts.html)]
+    # --baseline b.json --save-baseline b.json updates the baseline (read before the run)
+    if opts.ci.save_baseline is None or os.path.realpath(opts.ci.save_baseline) != os.path.realpath(
+        opts.ci.baseline or ""
+    ):
+        inputs.append(("the baseline", opts.ci.baseline))
+    outputs += [
+        ("--junit", opts.ci.junit),
+        ("--sarif", opts.ci.sarif),
+        ("--save-baseline", opts.ci.save_baseline),
+    ]
+    return inputs, outputs
 
 
 def parse_run_options(

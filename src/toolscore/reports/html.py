@@ -201,6 +201,7 @@ def _performance(metrics: Mapping[str, Any]) -> list[str]:
 
 
 def write_html(result: ReportResult, path: str | os.PathLike[str]) -> None:
-    """Write :func:`render_html` to ``path`` (UTF-8)."""
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(render_html(result))
+    """Write :func:`render_html` to ``path`` (UTF-8; see :func:`toolscore.outputs.write_report`)."""
+    from ..outputs import write_report
+
+    write_report(path, render_html(result).encode("utf-8"))

@@ -18,6 +18,7 @@ import contextlib
 import json as _stdlib_json
 import os
 import queue
+import shutil
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ import orjson
 
 from ..calls import Finding, ToolCall
 from ..columns import Columns, call_json, record_bytes, write_joined
+from ..outputs import file_mode, open_stream, resolve_output, user_os_error
 from ..result import expected_record, json_safe
 from . import ReportResult, failed_calls, rule_violation_count, secret_count
 
@@ -97,8 +99,10 @@ class _Writer:
     raises the first error one of them met.
     """
 
-    def __init__(self, file: IO[bytes]) -> None:
+    def __init__(self, file: IO[bytes], name: str | None = None) -> None:
         self.file = file
+        self.name = name
+        """The path an error names (the user's report, not the temporary file)."""
         self._queue: queue.Queue[bytes | memoryview | None] = queue.Queue(_QUEUED)
         self._thread: threading.Thread | None = None
         self._error: Exception | None = None
@@ -120,7 +124,9 @@ class _Writer:
                     return
                 if self._error is None:
                     self.file.write(data)
-            except Exception as exc:  # kept for the caller; the thread must live on to drain
+            except OSError as exc:  # kept for the caller; the thread must live on to drain
+                self._error = exc if self.name is None else user_os_error(exc, self.name)
+            except Exception as exc:
                 self._error = exc
             finally:
                 self._queue.task_done()
@@ -372,10 +378,16 @@ class JsonReport(_Closing):
 
     def __init__(self, path: str | os.PathLike[str], gold: Sequence[ToolCall] = ()) -> None:
         self.path = os.fspath(path)
-        self.directory = os.path.dirname(os.path.abspath(self.path))
-        fd, self._temp = tempfile.mkstemp(
-            prefix=".toolscore-", suffix=".json.part", dir=self.directory
-        )
+        self._target = resolve_output(self.path)
+        # beside the report (renamed onto it at the end), or in the temporary directory for a
+        # device, FIFO or socket (copied into it at the end): see toolscore.outputs
+        self.directory = self._target.temp_directory
+        try:
+            fd, self._temp = tempfile.mkstemp(
+                prefix=".toolscore-", suffix=".json.part", dir=self.directory
+            )
+        except OSError as exc:
+            raise user_os_error(exc, self.path) from None
         self._out: IO[bytes] = os.fdopen(fd, "w+b")
         self.count = 0
         expected = _indented([expected_record(g) for g in gold], 2)
@@ -383,7 +395,7 @@ class JsonReport(_Closing):
         self._out.write(b',\n    "actual": [\n      ')
         self._start = self._out.tell()
         """Where the calls begin."""
-        self._writer = _Writer(self._out)
+        self._writer = _Writer(self._out, self.path)
         """Writes the calls' records; :meth:`_wait` drains it before the file is touched."""
         self._done = False
         self._copies: list[threading.Thread] = []
@@ -452,7 +464,18 @@ class JsonReport(_Closing):
             result: the evaluation result.
             findings: every finding as spooled; without it, ``result.findings``.
             now: the timestamp (default: now, local time, ISO 8601).
+
+        Raises:
+            OSError: the report could not be written; it names :attr:`path`.
         """
+        try:
+            self._finish(result, findings, now)
+        except OSError as exc:
+            raise user_os_error(exc, self.path) from None
+
+    def _finish(
+        self, result: ReportResult, findings: FindingSpool | None, now: datetime | None
+    ) -> None:
         self._wait()
         out = self._out
         record = result.to_dict()
@@ -490,8 +513,18 @@ class JsonReport(_Closing):
             out.close()
         else:
             self._compact(head)
-        os.replace(self._temp, self.path)
+        if self._target.stream:
+            self._write_through()
+        else:
+            os.chmod(self._temp, file_mode())  # mkstemp's 0600 -> what open() would give
+            os.replace(self._temp, self._target.real)
         self._done = True
+
+    def _write_through(self) -> None:
+        """Copy the finished report into a device, FIFO or socket, opened like ``>`` does."""
+        with open(self._temp, "rb") as src, open_stream(self.path) as dst:
+            shutil.copyfileobj(src, dst, _CHUNK)  # no seek: a FIFO or a terminal has none
+        os.unlink(self._temp)
 
     def _compact(self, head: bytes) -> None:
         """Rewrite the report with ``head`` in place of the room."""

@@ -182,6 +182,8 @@ def render_markdown(result: ReportResult, *, now: datetime | None = None) -> str
 
 
 def write_markdown(result: ReportResult, path: str | os.PathLike[str]) -> None:
-    """Write :func:`render_markdown` to ``path`` (UTF-8)."""
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(render_markdown(result))
+    """Write :func:`render_markdown` to ``path`` (UTF-8; see
+    :func:`toolscore.outputs.write_report`)."""
+    from ..outputs import write_report
+
+    write_report(path, render_markdown(result).encode("utf-8"))
