@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .patterns import PatternTimeout, UserPattern
+
 __all__ = [
     "ANY",
     "Approx",
@@ -60,15 +62,25 @@ def _flags_repr(flags: int) -> str:
 
 class Regex(Matcher):
     """The whole string must match ``pattern`` (``re.fullmatch``); ``.`` stops at newlines
-    unless ``re.DOTALL`` is given. Non-strings never match."""
+    unless ``re.DOTALL`` is given. Non-strings never match.
+
+    The pattern has Python's meaning and runs in linear time on RE2
+    (:class:`~toolscore.patterns.UserPattern`).
+
+    Raises:
+        toolscore.patterns.PatternError: (a ``re.error``) an invalid pattern, or one that
+            needs backtracking (backreferences, lookarounds, possessive quantifiers...).
+    """
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
         self.pattern = pattern
         self.flags = flags
-        self._re = re.compile(pattern, flags)
+        self.engine = UserPattern(pattern, flags)
 
     def matches(self, value: object) -> bool:
-        return isinstance(value, str) and self._re.fullmatch(value) is not None
+        """Raises :class:`~toolscore.patterns.PatternTimeout` when the match runs on Python's
+        ``re`` and takes too long (see :mod:`toolscore.patterns`)."""
+        return isinstance(value, str) and self.engine.fullmatch(value)
 
     def __repr__(self) -> str:
         if self.flags:
@@ -90,18 +102,23 @@ class Search(Matcher):
     """The JSON rules' ``{"$regex": pattern}``: the pattern found anywhere (``re.search``).
 
     A list or tuple is matched as its items joined with spaces, other non-strings through
-    ``str()``; ``None`` never matches.
+    ``str()``; ``None`` never matches. Runs on RE2 as :class:`Regex` does.
+
+    Raises:
+        toolscore.patterns.PatternError: as for :class:`Regex`.
     """
 
     def __init__(self, pattern: str) -> None:
         if not isinstance(pattern, str):
             raise ValueError(f"$regex needs a pattern string, got {pattern!r}")
         self.pattern = pattern
-        self.compiled = re.compile(pattern)
+        self.engine = UserPattern(pattern)
+        self.compiled = self.engine.python
 
     def matches(self, value: object) -> bool:
+        """Raises :class:`~toolscore.patterns.PatternTimeout` as :meth:`Regex.matches`."""
         text = _search_text(value)
-        return text is not None and self.compiled.search(text) is not None
+        return text is not None and self.engine.search(text)
 
     def __repr__(self) -> str:
         return f"$regex({self.pattern!r})"
@@ -213,14 +230,21 @@ def compare_values(expected: Any, actual: Any, strict: bool = False) -> bool:
 
     Lenient (default): ``==``; else both numbers (bools included) compared as floats; else
     both strings compared after ``strip()``. Only the top level is lenient. Strict: identical
-    types, recursively. Matchers are honoured at any depth in both modes.
+    types, recursively. Matchers are honoured at any depth in both modes; a pattern match
+    that times out (:class:`~toolscore.patterns.PatternTimeout`) is no match.
     """
     if expected.__class__ is str and actual.__class__ is str:  # the common case, first
         return expected == actual or (not strict and expected.strip() == actual.strip())
     if isinstance(expected, Matcher):
-        return expected.matches(actual)
+        try:
+            return expected.matches(actual)
+        except PatternTimeout:  # a pattern too slow to tell counts as no match
+            return False
     if strict:
-        return _strict_equal(expected, actual)
+        try:
+            return _strict_equal(expected, actual)
+        except PatternTimeout:
+            return False
     try:
         if expected == actual:
             return True

@@ -12,17 +12,23 @@ expression syntax, which writes the same pattern for RE2:
 - ``\\Z`` becomes ``\\z``, ``{,n}`` becomes ``{0,n}``, character escapes (``\\x``, ``\\u``,
   ``\\U``, ``\\N{...}``, octal) become code points.
 
-What RE2 cannot run in linear time is refused (:class:`PatternError`, with the position in
-the pattern): backreferences, lookahead and lookbehind, conditional groups, atomic groups and
-possessive quantifiers, and repetition counts over 1000.
+A pattern that needs what RE2 cannot run in linear time (backreferences, lookahead and
+lookbehind, conditional groups, atomic groups, possessive quantifiers, repetition counts over
+1000) runs on Python's ``re`` under a time bound instead, or is refused
+(:class:`PatternError`, with the position in the pattern) when the caller asks so.
 
-Three things RE2 cannot say exactly as Python does, and where a text makes them matter, that
-one match is run by Python's ``re`` under a time bound (:data:`TIME_LIMIT`; past it
-:class:`PatternTimeout`): ``\\b``/``\\B`` and ``re.IGNORECASE`` on a text that is not ASCII
-(RE2's word boundary is ASCII, its case folding Unicode's rather than Python's), and a ``$``
-without ``re.MULTILINE`` on a text ending with a newline (Python's ``$`` also matches before
-that newline). The bound needs Python 3.11+ and the main thread (a ``SIGALRM`` timer);
-elsewhere that rare match runs unbounded.
+Three things RE2 cannot say exactly as Python does; where a text makes them matter, that one
+match also runs on Python's ``re`` under the bound: ``\\b``/``\\B`` and ``re.IGNORECASE``
+on a text that is not ASCII (RE2's word boundary is ASCII, its case folding Unicode's rather
+than Python's; a non-ASCII letter under ``re.IGNORECASE`` sends every text there), and a
+``$`` without ``re.MULTILINE`` on a text ending with a newline (Python's ``$`` also matches
+before that newline).
+
+The bound: one match on Python's ``re`` may take :data:`TIME_LIMIT` seconds, and one
+pattern's such matches :data:`TIME_BUDGET` seconds in all (plus :data:`RUN_ALLOWANCE` a
+match); past either, :class:`PatternTimeout`. It is a ``SIGALRM`` timer, so it holds in the
+main thread on Python 3.11+ (whose ``re`` stops for signals); elsewhere those matches run
+unbounded.
 """
 
 from __future__ import annotations
@@ -45,30 +51,41 @@ __all__ = [
     "PatternTimeout",
     "Translation",
     "UserPattern",
+    "class_ranges",
     "translate",
 ]
 
 TIME_LIMIT = 0.25
 """Seconds one match run by Python's ``re`` (see the module docstring) may take."""
 TIME_BUDGET = 1.0
-"""Seconds of such matches one pattern may spend in all; past it, they time out at once."""
+RUN_ALLOWANCE = 50e-6
+"""Seconds one pattern's matches on Python's ``re`` may take in all: ``TIME_BUDGET`` plus
+``RUN_ALLOWANCE`` for each such match (so ordinary matches never run out); past it, its
+matches on Python's ``re`` time out at once."""
 
 
-class PatternError(ValueError):
-    """A pattern that is not valid Python syntax, or that needs a backtracking engine.
+class PatternError(re.error, ValueError):
+    """A pattern that is not valid Python syntax, or that needs what RE2 does not run.
+
+    A :class:`re.error` (as Python's ``re`` raises for a bad pattern) and a ``ValueError``.
+    Its message is ``problem``, then Python's ``at position N`` (with the line and column for
+    a pattern of several lines).
 
     Args:
-        pattern: the pattern.
         problem: what is wrong, in a few words.
+        pattern: the pattern.
         position: 0-based index in the pattern, when known.
+        refused: True when the pattern is valid Python but needs backtracking (or exceeds
+            RE2's limits); False when it is not valid at all.
     """
 
-    def __init__(self, pattern: str, problem: str, position: int | None = None) -> None:
-        self.pattern = pattern
+    def __init__(
+        self, problem: str, pattern: str, position: int | None = None, *, refused: bool = False
+    ) -> None:
+        super().__init__(problem, pattern, position)
         self.problem = problem
         self.position = position
-        where = "" if position is None else f" at position {position}"
-        super().__init__(f"{problem}{where}")
+        self.refused = refused
 
 
 class PatternTimeout(Exception):
@@ -78,16 +95,28 @@ class PatternTimeout(Exception):
 # -- the character sets of Python's re, read from re itself ------------------------------
 
 
-@functools.cache
-def _all_chars() -> str:
-    return array.array("I", range(0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
+_SETS: dict[tuple[str, bool], tuple[tuple[int, int], ...]] = {}
+_CHUNK = 0x10000
 
 
-@functools.cache
-def _ranges(name: str, ascii_only: bool) -> tuple[tuple[int, int], ...]:
-    """The code point ranges of Python's ``\\d``, ``\\w`` or ``\\s`` (``name``)."""
-    found = re.finditer(f"(?{'a' if ascii_only else 'u'})\\{name}+", _all_chars())
-    return tuple((m.start(), m.end() - 1) for m in found)
+def class_ranges(name: str, ascii_only: bool) -> tuple[tuple[int, int], ...]:
+    """The code point ranges of Python's ``\\d``, ``\\w`` or ``\\s`` (``name``), read from
+    ``re`` itself over every code point, 65,536 at a time, on first use (about 0.1 s)."""
+    key = (name, ascii_only)
+    found = _SETS.get(key)
+    if found is not None:
+        return found
+    runs = re.compile(f"(?{'a' if ascii_only else 'u'})\\{name}+")
+    out: list[tuple[int, int]] = []
+    for base in range(0, 0x110000, _CHUNK):
+        codes = array.array("I", range(base, base + _CHUNK)).tobytes()
+        for m in runs.finditer(codes.decode("utf-32-le", "surrogatepass")):
+            lo, hi = base + m.start(), base + m.end() - 1
+            if out and out[-1][1] == lo - 1:
+                lo = out.pop()[0]
+            out.append((lo, hi))
+    _SETS[key] = found = tuple(out)
+    return found
 
 
 @functools.cache
@@ -346,7 +375,7 @@ class _Reader:
         if code is not None:
             self.literal(code)
         elif c in "dwsDWS":
-            ranges = _ranges(c.lower(), self.scope.ascii)
+            ranges = class_ranges(c.lower(), self.scope.ascii)
             neg = "^" if c.isupper() else ""
             self.emit(f"[{neg}{_class_items(ranges)}]")
         elif c in "bB":
@@ -404,7 +433,7 @@ class _Reader:
                 e = p[self.i]
                 self.i += 1
                 if e in "dwsDWS":
-                    ranges = _ranges(e.lower(), self.scope.ascii)
+                    ranges = class_ranges(e.lower(), self.scope.ascii)
                     if e.isupper():
                         ranges = _complement(ranges)
                     items.append(_class_items(ranges))
@@ -580,35 +609,49 @@ class UserPattern:
     Args:
         pattern: Python ``re`` syntax.
         flags: ``re`` flags.
+        allow_backtracking: run a pattern that needs what RE2 does not run (see the module
+            docstring) on Python's ``re`` under the time bound; False: refuse it.
 
     Raises:
-        PatternError: not valid Python syntax, or it needs what RE2 does not run (see the
-            module docstring); ``position`` is the index in the pattern.
+        PatternError: not valid Python syntax, or (``allow_backtracking=False``) it needs
+            what RE2 does not run; ``position`` is the index in the pattern.
     """
 
-    def __init__(self, pattern: str, flags: int = 0) -> None:
+    def __init__(self, pattern: str, flags: int = 0, *, allow_backtracking: bool = True) -> None:
         try:
             self.python = re.compile(pattern, flags)
         except re.error as exc:
-            raise PatternError(pattern, str(exc).split(" at position")[0], exc.pos) from exc
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise PatternError(pattern, str(exc)) from exc
+            raise PatternError(exc.msg, pattern, exc.pos) from exc
+        except (ValueError, OverflowError) as exc:
+            raise PatternError(str(exc), pattern) from exc
         self.pattern = pattern
         self.flags = flags
         done = translate(pattern, self.python.flags)
-        if done.refused is not None:
-            raise PatternError(pattern, done.refused, done.refused_at)
-        try:
-            self.re2 = _re2(done.pattern)
-            self.joined = None if done.joined is None else _re2(done.joined)
-        except re2.error as exc:
-            raise PatternError(pattern, f"RE2 cannot run it: {_decode(exc)}") from exc
         self.translation = done
+        self.backtracking = done.refused
+        """What RE2 cannot run in this pattern (None: nothing): then every match runs on
+        Python's ``re`` under the time bound."""
+        self.re2: re2._Regexp | None = None
+        self.joined: re2._Regexp | None = None
+        if done.refused is not None:
+            if not allow_backtracking:
+                raise PatternError(done.refused, pattern, done.refused_at, refused=True)
+        else:
+            try:
+                self.re2 = _re2(done.pattern)
+                self.joined = None if done.joined is None else _re2(done.joined)
+            except re2.error as exc:
+                if not allow_backtracking:
+                    raise PatternError(
+                        f"RE2 cannot run it: {_decode(exc)}", pattern, refused=True
+                    ) from exc
+                self.backtracking = f"RE2 cannot run it: {_decode(exc)}"
         self._ascii_only = done.boundary or done.casefold
         self._boundary = done.boundary
-        self._never = done.casefold_wide
+        self._never = done.casefold_wide or self.re2 is None
         self._dollar = done.dollar
         self._spent = 0.0
+        self._runs = 0
 
     def exact(self, text: str) -> bool:
         """Whether RE2 answers for ``text`` exactly as Python's ``re`` does."""
@@ -621,7 +664,8 @@ class UserPattern:
         return not (self._dollar and text[-1:] == "\n")
 
     def _python(self, run: Callable[[str], object], text: str) -> bool:
-        left = TIME_BUDGET - self._spent
+        self._runs += 1
+        left = TIME_BUDGET + RUN_ALLOWANCE * self._runs - self._spent
         if left <= 0:
             raise PatternTimeout(f"its {TIME_BUDGET:g} s budget for slow matches is spent")
         began = time.perf_counter()
@@ -637,7 +681,7 @@ class UserPattern:
             PatternTimeout: a match that Python's ``re`` runs took too long.
         """
         if self.exact(text):
-            return self.re2.search(text) is not None
+            return self.re2.search(text) is not None  # type: ignore[union-attr]
         return self._python(self.python.search, text)
 
     def fullmatch(self, text: str) -> bool:
@@ -647,7 +691,7 @@ class UserPattern:
             PatternTimeout: as for :meth:`search`.
         """
         if self.exact(text):
-            return self.re2.fullmatch(text) is not None
+            return self.re2.fullmatch(text) is not None  # type: ignore[union-attr]
         return self._python(self.python.fullmatch, text)
 
     def search_joined(self, texts: list[str]) -> bool | None:

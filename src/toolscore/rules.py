@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
@@ -30,12 +29,13 @@ from .matchers import (
     Contains,
     Matcher,
     OneOf,
+    Regex,
     Search,
     all_strings,
     compare_values,
     lenient_str_misses,
 )
-from .patterns import translate
+from .patterns import PatternError, PatternTimeout
 
 __all__ = [
     "OPERATORS",
@@ -107,10 +107,9 @@ def _operator(i: int, key: str, op: str, operand: Any, path: str) -> Matcher:
             raise RuleFileError(path, f"{where}: $regex needs a pattern string, got {operand!r}")
         try:
             return Search(operand)
-        except re.error as exc:
-            raise RuleFileError(
-                path, f"{where}: invalid $regex pattern {operand!r}: {exc}"
-            ) from exc
+        except PatternError as exc:
+            what = "unsupported" if exc.refused else "invalid"
+            raise RuleFileError(path, f"{where}: {what} $regex pattern {operand!r}: {exc}") from exc
     if op == "$contains":
         return Contains(operand)
     if not isinstance(operand, list):
@@ -192,36 +191,39 @@ ColumnShortcut = Callable[[list[Any]], bool]
 means: test them one by one."""
 
 
-def _value_test(expected: Any) -> ValueTest:
-    """``compare_values(expected, value)`` as one callable; a ``$regex`` searched directly
-    (a subclass of :class:`Search` answers through its own ``matches``)."""
+def _value_test(expected: Any) -> tuple[ValueTest, bool]:
+    """``compare_values(expected, value)`` as one callable, and whether it may raise
+    :class:`~toolscore.patterns.PatternTimeout` (a ``$regex`` or a ``Regex``, asked
+    directly; a subclass answers through its own ``matches``, and a pattern nested in
+    another matcher times out as no match inside ``compare_values``)."""
     if expected.__class__ is Search:
-        search = expected.compiled.search
+        search = expected.engine.search
 
-        def test(value: Any) -> bool:
+        def searched(value: Any) -> bool:
             if value.__class__ is str:
-                return search(value) is not None
+                return search(value)
             return expected.matches(value)
 
-        return test
-    return functools.partial(compare_values, expected)
+        return searched, True
+    if expected.__class__ is Regex:
+        fullmatch = expected.engine.fullmatch
+        return (lambda value: value.__class__ is str and fullmatch(value)), True
+    return functools.partial(compare_values, expected), False
 
 
 def _shortcut(expected: Any) -> ColumnShortcut | None:
     """A column-wide "none can match" test for the built-in matchers and strings (exact types
     only: a subclass may answer differently from what the shortcut assumes), or None.
 
-    A column of strings is searched as one newline-joined text. For a ``$regex`` that is
-    exact because only patterns whose zero-width parts treat a newline like a string's edge
-    (``^``/``$`` at every line, ``\\b``; no ``\\A``, ``\\Z``, lookarounds or group
-    references, as :func:`~toolscore.patterns.translate` reads them) get the joined search.
+    A column of strings is searched as one newline-joined text. For a pattern that is exact
+    because :meth:`~toolscore.patterns.UserPattern.search_joined` searches it with ``^`` and
+    ``$`` at every line and only for patterns whose other zero-width parts treat a newline
+    like a string's edge (no ``\\A``, ``\\Z``; ``\\b`` on ASCII text); a full match
+    (``Regex``) of one string is a match in the joined text too.
     """
-    if expected.__class__ is Search:
-        read = translate(expected.pattern, expected.compiled.flags)
-        if read.refused is not None or read.anchored:
-            return None
-        search = re.compile(expected.pattern, expected.compiled.flags | re.MULTILINE).search
-        return lambda values: all_strings(values) and search("\n".join(values)) is None
+    if expected.__class__ is Search or expected.__class__ is Regex:
+        joined = expected.engine.search_joined
+        return lambda values: all_strings(values) and joined(values) is False
     if expected.__class__ is str:
         return functools.partial(lenient_str_misses, expected)
     if expected.__class__ is Contains and expected.item.__class__ is str:
@@ -231,6 +233,22 @@ def _shortcut(expected: Any) -> ColumnShortcut | None:
         choices = frozenset(expected.values)
         return lambda values: all_strings(values) and choices.isdisjoint(values)
     return None
+
+
+def _kept_bounded(
+    test: ValueTest, values: list[Any], positions: list[int] | None, timeouts: list[int] | None
+) -> list[int]:
+    kept: list[int] = []
+    for j, value in enumerate(values):
+        if value is _MISSING:
+            continue
+        try:
+            if test(value):
+                kept.append(j)
+        except PatternTimeout:
+            if timeouts is not None:
+                timeouts.append(j if positions is None else positions[j])
+    return kept
 
 
 class CompiledRule:
@@ -249,12 +267,16 @@ class CompiledRule:
     def __init__(self, rule_args: Mapping[str, Any] | None) -> None:
         self.args = rule_args
         self._tests = [
-            (key, _value_test(expected), _shortcut(expected))
+            (key, *_value_test(expected), _shortcut(expected))
             for key, expected in (rule_args or {}).items()
         ]
 
-    def select(self, column: list[Any]) -> list[int]:
-        """The positions in ``column`` (calls' ``args``) that satisfy the rule, in order."""
+    def select(self, column: list[Any], timeouts: list[int] | None = None) -> list[int]:
+        """The positions in ``column`` (calls' ``args``) that satisfy the rule, in order.
+
+        A call whose pattern match timed out (:class:`~toolscore.patterns.PatternTimeout`)
+        does not satisfy it; its position is added to ``timeouts`` when given.
+        """
         if not self._tests:
             return list(range(len(column)))
         positions: list[int] | None = None  # None: every one so far
@@ -262,7 +284,7 @@ class CompiledRule:
         if list(map(type, column)).count(dict) != len(column):
             positions = [i for i, a in enumerate(column) if isinstance(a, Mapping)]
             rows = [column[i] for i in positions]
-        for key, test, shortcut in self._tests:
+        for key, test, bounded, shortcut in self._tests:
             if not rows:
                 return []
             if positions is None:
@@ -271,7 +293,10 @@ class CompiledRule:
                 values = [a.get(key, _MISSING) for a in rows]
             if shortcut is not None and shortcut(values):
                 return []
-            kept = [j for j, v in enumerate(values) if v is not _MISSING and test(v)]
+            if bounded:
+                kept = _kept_bounded(test, values, positions, timeouts)
+            else:
+                kept = [j for j, v in enumerate(values) if v is not _MISSING and test(v)]
             if len(kept) != len(rows):
                 positions = kept if positions is None else [positions[j] for j in kept]
                 rows = [rows[j] for j in kept]
@@ -314,19 +339,27 @@ class CompiledRules:
                 return rule_index
         return None
 
-    def match(self, tools: list[str], args: list[Any]) -> list[tuple[int, int]]:
+    def match(
+        self, tools: list[str], args: list[Any]
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """A batch's calls (its columns of tool names and ``args``), a tool at a time and a
         rule at a time: ``(position, rule index)`` for each call that matches a rule, its
-        first, in call order."""
+        first, in call order; and ``(position, rule index)`` for each pattern match that
+        timed out (the call was then tested against the later rules), in call order."""
         by_tool = self._by_tool
         groups: dict[str, list[int]] = {}
         for i, tool in enumerate(tools):
             if tool in by_tool:
                 groups.setdefault(tool, []).append(i)
         matched: list[tuple[int, int]] = []
+        timed_out: list[tuple[int, int]] = []
+        timeouts: list[int] = []
         for tool, positions in groups.items():
             for rule_index, rule in by_tool[tool]:
-                found = rule.select([args[i] for i in positions])
+                found = rule.select([args[i] for i in positions], timeouts)
+                if timeouts:
+                    timed_out.extend((positions[j], rule_index) for j in timeouts)
+                    timeouts.clear()
                 if not found:
                     continue
                 matched.extend((positions[j], rule_index) for j in found)
@@ -335,7 +368,8 @@ class CompiledRules:
                 taken = set(found)
                 positions = [p for j, p in enumerate(positions) if j not in taken]
         matched.sort()
-        return matched
+        timed_out.sort()
+        return matched, timed_out
 
     def violation(self, index: int, tool: str, args: Any, rule_index: int) -> dict[str, Any]:
         """Toolscore's violation record."""

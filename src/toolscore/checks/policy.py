@@ -52,11 +52,17 @@ class PolicyCheck(BaseCheck):
         cols = batch.columns()
         tools = cols.tools
         args = cols.args
-        matched = self._compiled.match(tools, args)
+        matched, timed_out = self._compiled.match(tools, args)
         findings: list[Finding] = []
         for i, rule_index in matched:
             violation = self._record(tools[i], args[i], cols.index(i), rule_index)
             findings.append(_finding(violation, cols.location(i)))
+        if timed_out:
+            findings.extend(
+                _timed_out(cols.index(i), tools[i], rule_index, cols.location(i))
+                for i, rule_index in timed_out
+            )
+            findings.sort(key=lambda f: f.call_index or 0)
         return findings
 
     def part_state(self) -> list[dict[str, Any]]:
@@ -98,6 +104,20 @@ def _finding(violation: dict[str, Any], location: Location | None) -> Finding:
         rule=violation["rule"],
         detail=f"{reason}" if reason else None,
         template=_MATCHES_BECAUSE if reason else _MATCHES,
+    )
+
+
+def _timed_out(index: int, tool: str, rule_index: int, location: Location | None) -> Finding:
+    return Finding(
+        "policy",
+        "rule_timeout",
+        "warning",
+        None,
+        index,
+        tool,
+        location,
+        rule=rule_index,
+        template="rule {rule} timed out on call {call} {tool} (counted as no match)",
     )
 
 
