@@ -4,6 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from toolscore.limits import ensure_recursion_limit
+
+# Reading a trace raises Python's recursion limit (values 1,000 levels deep are walked
+# recursively); raise it once up front, so that hypothesis does not see it change mid-test.
+ensure_recursion_limit()
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
 

@@ -25,6 +25,7 @@ import typer
 import typer.main
 
 from ._exitcodes import EXIT_ERROR, Outcome, exit_code
+from .limits import DEFAULT_MAX_VALUE_BYTES, ensure_recursion_limit, set_max_value_bytes
 
 if TYPE_CHECKING:
     from rich.progress import Task
@@ -571,8 +572,17 @@ def eval_command(
     baseline_tolerance: BaselineToleranceOption = 0.0,
     junit: JunitOption = None,
     sarif: SarifOption = None,
+    max_value_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-value-bytes",
+            min=1,
+            help="The largest JSON line, array item or string read whole (default 64 MiB).",
+        ),
+    ] = DEFAULT_MAX_VALUE_BYTES,
 ) -> None:
     """Score a trace against a gold file and report behavior and safety findings."""
+    set_max_value_bytes(max_value_bytes)
     opts = EvalOptions(
         gold=gold_file,
         trace=trace_file,
@@ -638,6 +648,7 @@ class _Main:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         _command()
+        ensure_recursion_limit()
         # A run allocates millions of short-lived objects that reference counting frees; the
         # cyclic collector need not rescan the modules loaded so far each time it runs.
         gc.freeze()

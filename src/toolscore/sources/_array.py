@@ -26,6 +26,7 @@ import re
 import msgspec
 
 from ..calls import Batch
+from ..limits import MAX_DEPTH, bounded_depth, max_value_bytes
 from ._base import Dialect
 from ._document import DocumentDecoder
 from ._ijson import ItemParser
@@ -86,6 +87,12 @@ class ArrayDecoder(DocumentDecoder):
         self._in_items = False
         self._sep: bytes | None = None
         self._parser: ItemParser | None = None
+        self._levels = MAX_DEPTH - prefix.count(".")
+        """The nesting allowed in a run: the array's own level is the run's first."""
+        dialect.block_levels = self._levels
+        self._limit = max_value_bytes()
+        self._tail: list[bytes] = []
+        self._tail_bytes = 0
 
     # -- feeding ----------------------------------------------------------------------------
 
@@ -95,15 +102,33 @@ class ArrayDecoder(DocumentDecoder):
         if self._parser is not None:
             self._items(self._parser.feed(chunk), out)
             return out
-        if self._sep is not None and self._cut_chunk(chunk, out):
-            return out
+        if self._sep is not None:
+            if self._in_items and self._sep not in chunk:
+                # No item ends here (a long item): keep the chunk, join once a cut comes.
+                self._tail.append(chunk)
+                self._tail_bytes += len(chunk)
+                if len(self._buf) + self._tail_bytes > self._limit:
+                    self._to_ijson(out)  # an item over the limit: ijson's guard stops it
+                return out
+            self._join_tail()
+            if self._cut_chunk(chunk, out):
+                return out
         self._buf = self._buf + chunk if self._buf else chunk
+        if len(self._buf) > self._limit:
+            self._to_ijson(out)  # an item larger than the limit: ijson's guard stops it
+            return out
         if not self._in_items and not self._open(out):
             return out
         if self._sep is None and not self._learn(out):
             return out
         self._cut(out)
         return out
+
+    def _join_tail(self) -> None:
+        if self._tail:
+            self._buf = b"".join([self._buf, *self._tail])
+            self._tail.clear()
+            self._tail_bytes = 0
 
     def close(self) -> Batch:
         """Finish: the rest of the document goes through ijson (its last items, its end)."""
@@ -138,7 +163,11 @@ class ArrayDecoder(DocumentDecoder):
             self._to_ijson(out)  # items that are not objects: ijson reads them
             return False
         try:
-            _decode(buf[first:])
+            with bounded_depth(self._levels):
+                _decode(buf[first:])
+        except RecursionError:
+            self._to_ijson(out)  # too deep: ijson's guard says where
+            return False
         except msgspec.DecodeError as exc:
             m = _TRAILING.search(str(exc))
             if m is None:  # truncated: wait for more; malformed: ijson will say where
@@ -207,10 +236,14 @@ class ArrayDecoder(DocumentDecoder):
                 out.block = block
                 return True
         try:
-            items = _decode(text)
+            with bounded_depth(self._levels):
+                items = _decode(text)
+        except RecursionError:
+            return False
         except msgspec.DecodeError:
             try:  # what msgspec rejects and json reads: NaN, lone surrogates
-                items = json.loads(text.decode("utf-8"))
+                with bounded_depth(self._levels, kind="json"):
+                    items = json.loads(text.decode("utf-8"))
             except (ValueError, RecursionError):
                 return False
         location = self._location
@@ -227,6 +260,7 @@ class ArrayDecoder(DocumentDecoder):
 
     def _to_ijson(self, out: Batch) -> None:
         """Hand the rest of the document to ijson, as if it had read it from the start."""
+        self._join_tail()
         opening = self._synthetic if self._in_items else b""
         parser = ItemParser(
             self.source,

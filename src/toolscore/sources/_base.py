@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Protocol
 
 from ..calls import Batch, Location, ToolCall
 from ..columns import Columns
+from ..limits import MAX_DEPTH
 
 __all__ = ["Decoder", "Dialect", "MessagesDialect"]
 
@@ -33,6 +34,9 @@ class Dialect(ABC):
     name: ClassVar[str]
     reads_blocks: ClassVar[bool] = False
     """True when :meth:`block` can decode whole chunks (the custom format)."""
+    block_levels: int = MAX_DEPTH
+    """The nesting :meth:`block` allows in the array it decodes: fewer levels than
+    :data:`~toolscore.limits.MAX_DEPTH` when that array sits inside the document."""
     max_pending: ClassVar[int] = 10_000
     """Calls waiting for a result at most; past it the oldest completes without one, so a
     trace whose results never come cannot make memory grow with its length."""

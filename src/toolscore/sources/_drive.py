@@ -26,6 +26,7 @@ import orjson
 
 from ..calls import Batch, Finding
 from ..errors import FormatNotDetected, InputError, MalformedTrace
+from ..limits import ensure_recursion_limit
 from ._array import ArrayDecoder, suits
 from ._base import Decoder
 from ._document import JsonDecoder
@@ -432,6 +433,7 @@ def iter_batches(
         InputError: the path does not exist or is a directory (raised by this call).
         UsageError: an unknown format (raised by this call).
     """
+    ensure_recursion_limit()
     if isinstance(src, (str, os.PathLike)):
         path = str(os.fspath(src))
         check_format(format)
@@ -516,6 +518,7 @@ def aiter_batches(
         InputError: the path does not exist or is a directory (raised by this call).
         UsageError: an unknown format (raised by this call).
     """
+    ensure_recursion_limit()
     session = Session(format, _name(src))
     if isinstance(src, (str, os.PathLike)):
         path = str(os.fspath(src))

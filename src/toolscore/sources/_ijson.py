@@ -18,8 +18,10 @@ from typing import Any
 import ijson
 
 from ..errors import InputError, MalformedTrace, TruncatedTrace
+from ..limits import max_value_bytes
+from ._depth import DepthGuard
 
-__all__ = ["ItemParser", "pull_items", "sample_events"]
+__all__ = ["ItemParser", "limit_error", "pull_items", "sample_events"]
 
 try:
     _backend: Any = ijson.get_backend("yajl2_c")
@@ -69,7 +71,7 @@ class ItemParser:
         prefix: the ijson prefix of the items (``""`` is the whole document).
     """
 
-    __slots__ = ("_coro", "_dead", "_sink", "newlines", "offset", "source")
+    __slots__ = ("_coro", "_dead", "_guard", "_held", "_sink", "newlines", "offset", "source")
 
     def __init__(self, source: str, prefix: str, *, offset: int = 0, newlines: int = 0) -> None:
         self.source = source
@@ -80,6 +82,8 @@ class ItemParser:
         self.newlines = newlines
         """Newlines in the input before the next byte fed."""
         self._dead = False
+        self._guard = DepthGuard(max_string=max_value_bytes())
+        self._held: list[bytes] = []
 
     def _drain(self) -> list[Any]:
         sink = self._sink
@@ -94,6 +98,23 @@ class ItemParser:
         if self._dead or not chunk:
             return [], None
         error: InputError | None = None
+        passed = self._guard.feed(chunk)
+        held = self._held
+        if passed is not None:  # parse what comes before the limit, then stop there
+            self._dead = True
+            start = self.offset + sum(map(len, held))
+            newlines = self.newlines + sum(p.count(b"\n") for p in held)
+            error = limit_error(self.source, chunk, passed, start, newlines)
+            chunk = chunk[: passed[0]]
+        elif self._guard.string_run >= _LONG_STRING:
+            held.append(chunk)  # a long string: hand it to yajl in pieces as long as itself
+            if sum(map(len, held)) < self._guard.string_run:
+                return [], None
+        if held:
+            if held[-1] is not chunk:
+                held.append(chunk)
+            chunk = b"".join(held)
+            held.clear()
         try:
             self._coro.send(chunk)
         except _JSONError as exc:
@@ -107,41 +128,104 @@ class ItemParser:
         """End of input: the last items, and a :class:`TruncatedTrace` if a value is open."""
         if self._dead:
             return [], None
-        self._dead = True
+        items: list[Any] = []
         error: InputError | None = None
+        if self._held:
+            chunk = b"".join(self._held)
+            self._held.clear()
+            try:
+                self._coro.send(chunk)
+            except _JSONError as exc:
+                self._dead = True
+                error = translate(exc, self.source, chunk, self.offset, self.newlines)
+                return self._drain(), error
+            self.offset += len(chunk)
+            self.newlines += chunk.count(b"\n")
+            items = self._drain()
+        self._dead = True
         try:
             self._coro.close()
         except _JSONError as exc:
             error = translate(exc, self.source, b"", self.offset, self.newlines, at_end=True)
-        return self._drain(), error
+        return items + self._drain(), error
 
 
 class _Feed:
     """The file ijson's pull generator reads: ``head`` first, then ``read(n)``; remembers the
     chunk it handed out last, so errors and batches can be tied to it."""
 
-    __slots__ = ("_head", "_read", "chunk", "count", "newlines", "start")
+    __slots__ = (
+        "_guard",
+        "_head",
+        "_read",
+        "chunk",
+        "count",
+        "fault",
+        "newlines",
+        "source",
+        "start",
+    )
 
-    def __init__(self, head: bytes, read: Callable[[int], bytes]) -> None:
+    def __init__(self, head: bytes, read: Callable[[int], bytes], source: str) -> None:
         self._head: bytes | None = head
         self._read = read
+        self.source = source
         self.chunk = b""
         self.start = 0
         self.newlines = 0
         self.count = 0
+        self._guard = DepthGuard(max_string=max_value_bytes())
+        self.fault: InputError | None = None
+        """Set when the input passed a limit: the parser was given the bytes before it."""
 
     def read(self, size: int) -> bytes:
         if size == 0:
             return b""
         self.start += len(self.chunk)
         self.newlines += self.chunk.count(b"\n")
-        if self._head is not None:
+        if self.fault is not None:
+            data = b""
+        elif self._head is not None:
             data, self._head = self._head, None
         else:
             data = self._read(size)
+        passed = self._guard.feed(data)
+        if passed is not None:
+            self.fault = limit_error(self.source, data, passed, self.start, self.newlines)
+            data = data[: passed[0]]
+        elif self._guard.string_run >= _LONG_STRING and data:
+            data = self._more(data, size)
         self.chunk = data
         self.count += 1
         return data
+
+    def _more(self, data: bytes, size: int) -> bytes:
+        return _more(self, data, size)
+
+
+_LONG_STRING = 1 << 20
+"""A string this long that spans chunks is handed to yajl in chunks as long as itself: yajl
+lexes a token that spans chunks again from its start each time (quadratic otherwise)."""
+
+
+def _more(feed: _Feed, data: bytes, size: int) -> bytes:
+    pieces = [data]
+    total = len(data)
+    guard = feed._guard
+    while guard.string_run >= _LONG_STRING and total < guard.string_run:
+        more = feed._read(size)
+        if not more:
+            break
+        passed = guard.feed(more)
+        if passed is not None:
+            start = feed.start + total
+            newlines = feed.newlines + sum(p.count(b"\n") for p in pieces)
+            feed.fault = limit_error(feed.source, more, passed, start, newlines)
+            pieces.append(more[: passed[0]])
+            break
+        pieces.append(more)
+        total += len(more)
+    return b"".join(pieces)
 
 
 def pull_items(
@@ -154,7 +238,7 @@ def pull_items(
     stays in C instead of calling ``send`` per event), but ``read`` must not block waiting
     for data: use it for regular files only, never for a pipe that is still being written.
     """
-    feed = _Feed(head, read)
+    feed = _Feed(head, read, source)
     items: list[Any] = []
     seen = 1
     try:
@@ -166,10 +250,13 @@ def pull_items(
                     items = []
             items.append(obj)
     except _JSONError as exc:
+        if feed.fault is not None:
+            yield items, feed.fault
+            return
         at_end = not feed.chunk
         yield items, translate(exc, source, feed.chunk, feed.start, feed.newlines, at_end=at_end)
         return
-    yield items, None
+    yield items, feed.fault
 
 
 def sample_events(data: bytes) -> tuple[list[tuple[str, Any]], bytes | None]:
@@ -226,6 +313,20 @@ def _locate(context: bytes, chunk: bytes) -> int | None:
             return consumed
         start = norm.find(snippet, start + 1)
     return None
+
+
+def limit_error(
+    source: str, chunk: bytes, passed: tuple[int, str], chunk_start: int, newlines_before: int
+) -> InputError:
+    """The error for a document that passes a limit (:class:`DepthGuard`) at ``passed``."""
+    where, problem = passed
+    offset = chunk_start + where
+    return MalformedTrace(
+        source,
+        f"{problem} (byte {offset}); see the README's Limits",
+        line=newlines_before + chunk.count(b"\n", 0, where) + 1,
+        offset=offset,
+    )
 
 
 def translate(

@@ -9,6 +9,7 @@ import msgspec
 
 from ..calls import Finding, Location, Severity
 from ..errors import InputError
+from ..limits import MAX_DEPTH, bounded_depth
 
 __all__ = [
     "content_text",
@@ -28,14 +29,20 @@ def loads_lenient(data: bytes | str) -> Any:
     (``10**20`` becomes ``1e+20``), where :mod:`json` and Toolscore keep the integer.
 
     Raises:
-        ValueError: not JSON (:class:`json.JSONDecodeError`) or not UTF-8
-            (:class:`UnicodeDecodeError`).
+        ValueError: not JSON (:class:`json.JSONDecodeError`), not UTF-8
+            (:class:`UnicodeDecodeError`), or nested deeper than
+            :data:`~toolscore.limits.MAX_DEPTH`.
     """
     try:
-        return _decode(data)
-    except msgspec.DecodeError:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-        return json.loads(text)
+        try:
+            with bounded_depth():
+                return _decode(data)
+        except msgspec.DecodeError:
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            with bounded_depth(kind="json"):
+                return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH:,} levels") from None
 
 
 _decode = msgspec.json.Decoder().decode

@@ -30,6 +30,7 @@ import msgspec
 
 from ..calls import Batch, Location, ToolCall
 from ..columns import Columns
+from ..limits import MAX_DEPTH, bounded_depth
 from ._base import Dialect
 from ._util import located_finding
 from .detect import Shape
@@ -90,7 +91,9 @@ class CustomDialect(Dialect):
             call (the caller then reads the items one by one, with Toolscore's rules).
         """
         return self._numbered(
-            self._fast.decode([text], False, count, self.next_index, self.source, first_line)
+            self._fast.decode(
+                [text], False, count, self.next_index, self.source, first_line, self.block_levels
+            )
         )
 
     def block_lines(
@@ -269,16 +272,21 @@ class _FastReader:
         start: int,
         source: str,
         first_line: int | None,
+        levels: int = MAX_DEPTH,
     ) -> CustomBlock | None:
-        """Decode ``pieces`` (JSON arrays, or JSON Lines when ``lines``) into one block."""
+        """Decode ``pieces`` (JSON arrays, or JSON Lines when ``lines``) into one block;
+        None when they do not decode as plain calls, or nest deeper than ``levels``."""
         if self._failures >= _GIVE_UP_AFTER:
             return None
         while True:
             try:
                 items: list[Any] | None = []
                 decode = self._line.decode_lines if lines else self._array.decode
-                for piece in pieces:
-                    items += decode(piece)  # type: ignore[operator]
+                with bounded_depth(levels):
+                    for piece in pieces:
+                        items += decode(piece)  # type: ignore[operator]
+            except RecursionError:  # the item path says which line or byte
+                items = None
             except msgspec.ValidationError as exc:
                 if self._learn(str(exc)):
                     continue

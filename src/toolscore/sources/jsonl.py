@@ -15,8 +15,9 @@ from typing import Any
 
 import msgspec
 
-from ..calls import Batch, Location
+from ..calls import Batch, Finding, Location
 from ..errors import FormatNotDetected, InputError
+from ..limits import MAX_DEPTH, bounded_depth, max_value_bytes
 from ._base import Dialect
 from ._util import error_finding, input_finding, located_finding
 from .detect import not_detected_problem
@@ -79,20 +80,36 @@ class JsonlDecoder(_Decoder):
         self._line = 0
         """Lines decoded so far."""
         self._blocks = dialect.reads_blocks
+        self._limit = max_value_bytes()
+        self._partial_bytes = 0
+        self._skipping = False
+        """A line longer than the value limit is being skipped up to its newline."""
 
     def feed(self, chunk: bytes) -> Batch:
         """Decode the lines completed by ``chunk``."""
         out = Batch()
+        if self._skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                return out
+            self._skipping = False
+            self._line += 1
+            chunk = chunk[nl + 1 :]
         cut = chunk.rfind(b"\n")
         if cut < 0:
             if chunk:
                 self._partial.append(chunk)
+                self._partial_bytes += len(chunk)
+                if self._partial_bytes > self._limit:
+                    self._skip_partial(out)
             return out
         head = b"".join(self._partial) if self._partial else b""
         self._partial.clear()
+        self._partial_bytes = 0
         if cut + 1 < len(chunk):
             self._partial.append(chunk[cut + 1 :])
-        if self._blocks and self._block(head, chunk, cut, out):
+            self._partial_bytes = len(chunk) - cut - 1
+        if self._blocks and len(chunk) <= self._limit and self._block(head, chunk, cut, out):
             return out
         lines = chunk[:cut].split(b"\n")
         if head:
@@ -119,36 +136,75 @@ class JsonlDecoder(_Decoder):
         loads = _decode
         source = self.source
         n = self._line
-        for raw in lines:
-            n += 1
-            if not raw or raw.isspace():
-                continue
-            location = Location(source, n)
-            try:
-                obj = loads(raw)
-            except msgspec.DecodeError:
-                ok, obj = self._fallback(raw, location, out)
-                if not ok:
+        decoded: list[tuple[Any, Location]] = []
+        retry: list[tuple[bytes, Location]] = []
+        limit = self._limit
+        # Decode first, under the depth bound (msgspec counts its nesting against Python's
+        # recursion limit); the dialect then reads the values with the usual limit.
+        with bounded_depth():
+            for raw in lines:
+                n += 1
+                if not raw or raw.isspace():
                     continue
-            self._item(obj, location, out)
+                location = Location(source, n)
+                if len(raw) > limit:
+                    out.findings.append(_too_long(location, len(raw), limit))
+                    continue
+                try:
+                    decoded.append((loads(raw), location))
+                except msgspec.DecodeError:
+                    retry.append((raw, location))
+                except RecursionError:
+                    out.findings.append(_too_deep(location))
         self._line = n
+        if retry:  # rare: keep the lines in order
+            decoded = self._with_fallbacks(decoded, retry, out)
+        for obj, location in decoded:
+            self._item(obj, location, out)
+
+    def _with_fallbacks(
+        self,
+        decoded: list[tuple[Any, Location]],
+        retry: list[tuple[bytes, Location]],
+        out: Batch,
+    ) -> list[tuple[Any, Location]]:
+        for raw, location in retry:
+            ok, obj = self._fallback(raw, location, out)
+            if ok:
+                decoded.append((obj, location))
+        decoded.sort(key=lambda pair: pair[1].line or 0)
+        return decoded
 
     def _fallback(self, raw: bytes, location: Location, out: Batch) -> tuple[bool, Any]:
         """Lines msgspec rejects: :mod:`json` takes NaN, huge numbers and lone surrogates."""
         try:
-            return True, json.loads(raw.decode("utf-8"))
+            with bounded_depth(kind="json"):
+                return True, json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             problem = f"invalid UTF-8 at column {exc.start + 1}"
         except json.JSONDecodeError as exc:
             problem = f"malformed JSON: {exc.msg} at column {exc.colno}"
         except RecursionError:
-            problem = "malformed JSON: nested too deeply"
+            out.findings.append(_too_deep(location))
+            return False, None
         out.findings.append(located_finding("malformed_line", problem, location))
         return False, None
+
+    def _skip_partial(self, out: Batch) -> None:
+        """The line being read is longer than the value limit: report it, drop what was
+        kept of it, and skip the rest of it as it arrives."""
+        location = Location(self.source, self._line + 1)
+        out.findings.append(_too_long(location, self._partial_bytes, self._limit, more=True))
+        self._partial.clear()
+        self._partial_bytes = 0
+        self._skipping = True
 
     def close(self) -> Batch:
         """Decode the last line if it has no newline, then finish."""
         out = Batch()
+        if self._skipping:
+            self._skipping = False
+            self._line += 1
         if self._partial:
             raw = b"".join(self._partial)
             self._partial.clear()
@@ -156,10 +212,15 @@ class JsonlDecoder(_Decoder):
                 n = self._line + 1
                 location = Location(self.source, n)
                 try:
-                    obj = _decode(raw)
+                    with bounded_depth():
+                        obj = _decode(raw)
+                except RecursionError:
+                    out.findings.append(_too_deep(location))
+                    return self._finish(out)
                 except msgspec.DecodeError:
                     try:
-                        obj = json.loads(raw.decode("utf-8"))
+                        with bounded_depth(kind="json"):
+                            obj = json.loads(raw.decode("utf-8"))
                     except (ValueError, RecursionError):
                         out.findings.append(
                             located_finding(
@@ -173,3 +234,21 @@ class JsonlDecoder(_Decoder):
                 self._item(obj, location, out)
                 self._line = n
         return self._finish(out)
+
+
+def _too_deep(location: Location) -> Finding:
+    return located_finding(
+        "too_deep",
+        f"nested deeper than {MAX_DEPTH:,} levels; the line is skipped (see the README's Limits)",
+        location,
+    )
+
+
+def _too_long(location: Location, size: int, limit: int, *, more: bool = False) -> Finding:
+    size_text = f"more than {size:,}" if more else f"{size:,}"
+    return located_finding(
+        "too_large",
+        f"the line is {size_text} bytes, over the value limit of {limit:,} bytes "
+        "(--max-value-bytes); the line is skipped",
+        location,
+    )

@@ -1,0 +1,211 @@
+"""The limits that bound the work one input can cause, and how they are enforced.
+
+- :data:`MAX_DEPTH`: a JSON document, a JSON line, or a JSON string holding arguments may
+  nest arrays and objects at most 1,000 levels deep (the outermost container is level 1).
+  Deeper input is an input error that names the file and the line or byte offset, raised
+  before the deep part is built in memory.
+- :func:`max_value_bytes` (default :data:`DEFAULT_MAX_VALUE_BYTES`, 64 MiB): the most bytes of
+  one value that a reader holds whole: a JSON line, one item of a JSON array read in runs, or
+  one string of a JSON document. A larger one is an input error with its position (a JSON
+  line is skipped as one input finding and the rest of the trace is read). Set it with
+  ``toolscore eval --max-value-bytes N`` or :func:`value_limit`.
+
+How the depth is held without a second pass over every byte: the decoders written in C
+(msgspec, :mod:`json`) count their nesting against Python's recursion limit, so
+:func:`bounded_depth` lowers that limit, around one decode, to the current stack depth plus
+:data:`MAX_DEPTH` (calibrated once, at import, on this interpreter); a deeper value fails with
+``RecursionError`` there, and the caller names the position. ijson's yajl parser has no such
+bound (and keeps one prefix string per open level, so 100,000 levels cost gigabytes): its
+input goes through :class:`~toolscore.sources._depth.DepthGuard`, an exact byte scanner.
+Where the interpreter's C decoders do not follow the recursion limit (Python 3.12 and later
+count C recursion separately), :data:`DECODE_LIMIT_EXACT` is False and the fast decoders'
+input goes through the byte scanner too.
+
+The checks and reports walk argument values recursively; :func:`ensure_recursion_limit`
+(called whenever a trace is opened) raises Python's recursion limit, never lowers it, so a
+value 1,000 levels deep can be walked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import TypeVar
+
+import msgspec
+
+__all__ = [
+    "DECODE_LIMIT_EXACT",
+    "DEFAULT_MAX_VALUE_BYTES",
+    "MAX_DEPTH",
+    "RECURSION_LIMIT",
+    "bounded_depth",
+    "ensure_recursion_limit",
+    "max_value_bytes",
+    "value_limit",
+]
+
+MAX_DEPTH = 1000
+"""The deepest nesting of arrays and objects read (the outermost container is level 1)."""
+
+DEFAULT_MAX_VALUE_BYTES = 64 << 20
+"""The default of :func:`max_value_bytes`: 64 MiB."""
+
+RECURSION_LIMIT = 10 * MAX_DEPTH
+"""Python's recursion limit while a trace is read: the checks' and reports' recursive walks
+of a value :data:`MAX_DEPTH` deep take up to three frames a level."""
+
+_max_value_bytes: ContextVar[int] = ContextVar(
+    "toolscore_max_value_bytes", default=DEFAULT_MAX_VALUE_BYTES
+)
+
+T = TypeVar("T")
+
+
+def max_value_bytes() -> int:
+    """The largest value a reader holds whole, in bytes (see the module docstring)."""
+    return _max_value_bytes.get()
+
+
+@contextlib.contextmanager
+def value_limit(limit: int | None) -> Iterator[None]:
+    """Within the block, readers opened refuse values larger than ``limit`` bytes (``None``
+    keeps the current limit).
+
+    Raises:
+        UsageError: ``limit`` is not a positive integer.
+    """
+    if limit is None:
+        yield
+        return
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        from .errors import UsageError
+
+        raise UsageError(f"max_value_bytes must be a positive integer, got {limit!r}")
+    token = _max_value_bytes.set(limit)
+    try:
+        yield
+    finally:
+        _max_value_bytes.reset(token)
+
+
+def set_max_value_bytes(limit: int) -> None:
+    """Set :func:`max_value_bytes` for the rest of this context (the CLI's option)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        from .errors import UsageError
+
+        raise UsageError(f"--max-value-bytes must be a positive integer, got {limit!r}")
+    _max_value_bytes.set(limit)
+
+
+def ensure_recursion_limit() -> None:
+    """Raise Python's recursion limit to :data:`RECURSION_LIMIT` (never lower it)."""
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+
+
+_DEPTH_IN_MESSAGE = re.compile(r"recursion depth (\d+)")
+
+
+def _recursion_depth() -> int | None:
+    """The current thread's recursion depth as Python counts it against the limit (Python
+    frames and C-level recursive calls alike): the one place it is told is the message of a
+    refused ``sys.setrecursionlimit``; None when the message does not say it."""
+    try:
+        sys.setrecursionlimit(1)
+    except RecursionError as exc:
+        m = _DEPTH_IN_MESSAGE.search(str(exc))
+        return int(m.group(1)) if m else None
+    sys.setrecursionlimit(RECURSION_LIMIT)  # pragma: no cover - a limit of 1 was accepted
+    return None
+
+
+_slack = {"msgspec": 0, "json": 0}
+
+
+class bounded_depth:
+    """Within the block, C decoders (``kind``: ``msgspec`` or ``json``) refuse, with
+    ``RecursionError``, values nested deeper than ``levels``. A no-op where that cannot be
+    done (:data:`DECODE_LIMIT_EXACT` False)."""
+
+    __slots__ = ("_kind", "_levels", "_old")
+
+    def __init__(self, levels: int = MAX_DEPTH, kind: str = "msgspec") -> None:
+        self._levels = levels
+        self._kind = kind
+        self._old = 0
+
+    def __enter__(self) -> None:
+        if not _calibrated:
+            _calibrate()
+        depth = _recursion_depth() if DECODE_LIMIT_EXACT else None
+        self._old = sys.getrecursionlimit()
+        if depth is not None:
+            sys.setrecursionlimit(depth + self._levels + _slack[self._kind])
+
+    def __exit__(self, *exc: object) -> None:
+        sys.setrecursionlimit(self._old)
+
+
+def decode_bounded(
+    decode: Callable[[bytes], T], data: bytes, levels: int = MAX_DEPTH, kind: str = "msgspec"
+) -> T:
+    """``decode(data)`` refusing nesting deeper than ``levels`` (``RecursionError``)."""
+    with bounded_depth(levels, kind):
+        return decode(data)
+
+
+def _json_loads(data: bytes) -> object:
+    return json.loads(data.decode("utf-8"))
+
+
+def _calibrate() -> None:
+    """Set :data:`DECODE_LIMIT_EXACT` (at the first bounded decode, not at import: the
+    import machinery's own frames would skew the figure)."""
+    global DECODE_LIMIT_EXACT, _calibrated
+    _calibrated = True
+    found: list[bool] = []
+    # In a thread of its own: the figure must not depend on the frames it is called from.
+    thread = threading.Thread(target=lambda: found.append(_find_slack()))
+    thread.start()
+    thread.join()
+    DECODE_LIMIT_EXACT = bool(found and found[0])
+
+
+def _find_slack() -> bool:
+    """Find, for each kind of decoder, the slack that makes :func:`decode_bounded` admit
+    exactly ``levels`` levels; False when the recursion limit does not govern them here."""
+    n = MAX_DEPTH
+    deep_ok = b"[" * n + b"]" * n
+    too_deep = b"[" * (n + 1) + b"]" * (n + 1)
+    old = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(old, RECURSION_LIMIT))
+        for kind, decode in (("msgspec", msgspec.json.decode), ("json", _json_loads)):
+            for slack in range(-5, 40):
+                _slack[kind] = slack
+                try:
+                    decode_bounded(decode, deep_ok, n, kind)
+                except RecursionError:
+                    continue
+                try:
+                    decode_bounded(decode, too_deep, n, kind)
+                except RecursionError:
+                    break
+                return False
+            else:
+                return False
+        return True
+    finally:
+        sys.setrecursionlimit(old)
+
+
+_calibrated = False
+DECODE_LIMIT_EXACT = True
+"""Whether :func:`bounded_depth` holds msgspec and :mod:`json` to an exact depth here (found
+at the first bounded decode)."""

@@ -1,0 +1,243 @@
+# ruff: noqa: UP031  (the traces are JSON text, whose braces would all need doubling)
+"""Bounded work for hostile input: nesting deeper than MAX_DEPTH and values over the value
+limit are input errors that name their position, in every reader, sync and async."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from toolscore import evaluate_stream, evaluate_trace
+from toolscore.errors import InputError
+from toolscore.limits import MAX_DEPTH, value_limit
+from toolscore.sources import aiter_batches, iter_batches
+from toolscore.sources._depth import DepthGuard
+
+
+def nest(n: int) -> str:
+    """A value ``n`` levels deep (``n`` arrays around a number)."""
+    return "[" * n + "1" + "]" * n
+
+
+# Each maker returns a trace whose deepest value is ``depth`` levels (document levels), with
+# a plain call before the deep one where the format allows it.
+def custom_jsonl(depth: int) -> str:
+    deep = json.dumps({"tool": "b", "args": {"x": "@"}}).replace('"@"', nest(depth - 2))
+    return json.dumps({"tool": "a", "args": {"x": 1}}) + "\n" + deep + "\n"
+
+
+def custom_array(depth: int) -> str:
+    return '[{"tool": "a", "args": {"x": 1}},\n{"tool": "b", "args": {"x": %s}}]\n' % nest(
+        depth - 3
+    )
+
+
+def custom_calls(depth: int) -> str:
+    return '{"calls": [{"tool": "a", "args": {"x": 1}},\n{"tool": "b", "args": {"x": %s}}]}' % (
+        nest(depth - 4)
+    )
+
+
+def gemini(depth: int) -> str:
+    return (
+        '{"contents": [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", '
+        '"parts": [{"functionCall": {"name": "search", "args": {"q": %s}}}]}]}\n'
+    ) % nest(depth - 7)
+
+
+def mcp(depth: int) -> str:
+    first = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "a", "arguments": {}},
+    }
+    second = (
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "s", '
+        '"arguments": {"q": %s}}}'
+    ) % nest(depth - 4)
+    return json.dumps(first) + "\n" + second + "\n"
+
+
+def openai(depth: int) -> str:
+    return (
+        '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": '
+        '[{"id": "c1", "type": "function", "function": {"name": "s", "arguments": "{}"}}]}, '
+        '{"role": "tool", "tool_call_id": "c1", "content": %s}]}\n'
+    ) % nest(depth - 3)
+
+
+MAKERS = [custom_jsonl, custom_array, custom_calls, gemini, mcp, openai]
+
+
+@pytest.mark.parametrize(
+    "make", [custom_jsonl, custom_array, custom_calls, mcp, openai], ids=lambda f: f.__name__
+)
+def test_depth_limit(make: object, tmp_path: Path) -> None:
+    path = tmp_path / "ok.json"
+    path.write_text(make(MAX_DEPTH))  # type: ignore[operator]
+    assert _problems(path) == []
+    result = evaluate_trace([], path)  # every check and report walks the deep value
+    assert json.dumps(result.to_dict())
+    path = tmp_path / "deep.json"
+    path.write_text(make(MAX_DEPTH + 10))  # type: ignore[operator]
+    problems = _problems(path)
+    assert problems, "deeper than the limit must be an input problem"
+    assert all(f"nested deeper than {MAX_DEPTH:,} levels" in p for p in problems)
+
+
+def _problems(path: Path, *, chunk_size: int = 1 << 18) -> list[str]:
+    """The input problems of reading ``path``: findings and the fatal error."""
+    out: list[str] = []
+    for batch in iter_batches(str(path), chunk_size=chunk_size):
+        out += [f.message for f in batch.findings if f.check == "input"]
+        if batch.error is not None:
+            assert isinstance(batch.error, InputError)
+            assert batch.error.line is not None or batch.error.offset is not None
+            out.append(str(batch.error))
+    return out
+
+
+@pytest.mark.parametrize("make", MAKERS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("chunk_size", [7, 4096])
+def test_deep_in_small_chunks_sync_and_async(make: object, chunk_size: int, tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    path.write_text(make(20_000))  # type: ignore[operator]
+    sync = _problems(path, chunk_size=chunk_size)
+    assert sync and str(path) in sync[0]
+
+    async def collect() -> list[str]:
+        out: list[str] = []
+        async for batch in aiter_batches(str(path), chunk_size=chunk_size):
+            out += [f.message for f in batch.findings if f.check == "input"]
+            if batch.error is not None:
+                out.append(str(batch.error))
+        return out
+
+    assert anyio.run(collect) == sync
+
+
+def test_evaluate_stream_names_the_position(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    path.write_text(gemini(20_000))
+    with pytest.raises(InputError) as info:
+        anyio.run(evaluate_stream, [], path)
+    assert info.value.offset is not None and info.value.line == 1
+
+
+def _limited() -> None:  # pragma: no cover - runs in the child
+    resource.setrlimit(resource.RLIMIT_AS, (2_000_000_000, 2_000_000_000))
+
+
+@pytest.mark.parametrize(
+    "make", [gemini, mcp, custom_array, custom_jsonl], ids=lambda f: f.__name__
+)
+def test_100k_deep_cli_exits_2_fast_and_small(make: object, tmp_path: Path) -> None:
+    """The issue's repro: 100,000 levels, pretty-printed, under a 2 GB address-space cap."""
+    trace = tmp_path / "deep.json"
+    text = make(100_000)  # type: ignore[operator]
+    if make in (gemini, custom_array):  # documents: pretty-printed, as in the issue
+        text = text.replace("[[", "[\n[")
+    trace.write_text(text)
+    gold = tmp_path / "gold.json"
+    gold.write_text('[{"tool": "a"}]')
+    start = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolscore",
+            "eval",
+            str(gold),
+            str(trace),
+            "-o",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_limited,
+    )
+    assert time.monotonic() - start < 10
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert errors and "internal error" not in proc.stderr
+    assert f"nested deeper than {MAX_DEPTH:,} levels" in errors[-1]
+    assert str(trace) in errors[-1]
+
+
+def big_string_traces(size: int) -> dict[str, str]:
+    big = "x" * size
+    return {
+        "jsonl": '{"tool": "a", "args": {}}\n{"tool": "s", "args": {"q": "%s"}}\n{"tool": "b"}\n'
+        % big,
+        "array": '[{"tool": "a", "args": {}},\n{"tool": "s", "args": {"q": "%s"}},\n{"tool": "b"}]'
+        % big,
+        "gemini": '{"contents": [{"role": "model", "parts": [{"functionCall": {"name": "s", '
+        '"args": {"q": "%s"}}}]}]}' % big,
+    }
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "array", "gemini"])
+def test_value_over_the_limit_is_named(layout: str, tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(big_string_traces(3 << 20)[layout])
+    with value_limit(1 << 20):
+        problems = _problems(path)
+    assert problems
+    assert "1,048,576 bytes" in problems[0] and str(path) in problems[0]
+    with value_limit(4 << 20):
+        assert _problems(path) == []
+
+
+def test_cli_max_value_bytes(tmp_path: Path) -> None:
+    trace = tmp_path / "big.jsonl"
+    trace.write_text(big_string_traces(2 << 20)["jsonl"])
+    gold = tmp_path / "gold.json"
+    gold.write_text('[{"tool": "a"}]')
+    cmd = [
+        sys.executable,
+        "-m",
+        "toolscore",
+        "eval",
+        str(gold),
+        str(trace),
+        "-o",
+        str(tmp_path / "r.json"),
+    ]
+    proc = subprocess.run([*cmd, "--max-value-bytes", "1000000"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "over the value limit of 1,000,000 bytes" in proc.stderr
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_value_limit_rejects_nonsense() -> None:
+    from toolscore.errors import UsageError
+
+    with pytest.raises(UsageError), value_limit(0):
+        pass
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 64])
+def test_guard_matches_a_byte_walk(chunk: int) -> None:
+    text = json.dumps({"a": ['x"[[', "\\", {"b": [[["]"]]]}], "c": "{{{"}).encode()
+    for limit in range(1, 7):
+        guard = DepthGuard(limit)
+        hit = None
+        for i in range(0, len(text), chunk):
+            passed = guard.feed(text[i : i + chunk])
+            if passed is not None:
+                hit = i + passed[0]
+                break
+        # the true depth of this text is 6: {"a": [ {"b": [ [ [
+        assert (hit is None) == (limit >= 6), limit
+        if hit is not None:
+            assert text[hit : hit + 1] in (b"[", b"{")
