@@ -23,9 +23,6 @@ def test_gold_array_and_calls_object(tmp_path: Path) -> None:
         {"tool": "search", "args": {"q": "x"}, "description": "find it", "result": 1},
         {"tool": "fetch", "args": {"u": {"$regex": ".*"}}, "side_effects": {"http_ok": True}},
         {"tool": "summarize", "args": None, "error": "x", "id": "c1"},
-        {"tool": ""},
-        "junk",
-        {"args": {}},
     ]
     for value in (items, {"calls": items, "name": "snap"}):
         gold = load_gold(write(tmp_path, value))
@@ -52,12 +49,67 @@ def test_gold_errors(tmp_path: Path) -> None:
         load_gold(write(tmp_path, {"tool": "a"}))
     with pytest.raises(GoldFileError, match="must be a JSON array"):
         load_gold(write(tmp_path, {"calls": "x"}))
-    with pytest.raises(GoldFileError, match="item 0: tool must be a string"):
+    with pytest.raises(GoldFileError, match="item 0: 'tool' must be a non-empty string"):
         load_gold(write(tmp_path, [{"tool": {"name": "a"}}]))
     path = tmp_path / "bad.json"
     path.write_bytes(b'[{"tool": "\xff"}]')
     with pytest.raises(GoldFileError, match="invalid UTF-8"):
         load_gold(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        (
+            "[1, 2]",
+            1,
+            "item 0 is not a call: expected an object like "
+            '{"tool": "name", "args": {...}}, got a JSON number 1 (at $[0])',
+        ),
+        (
+            '[\n  {"tool": "a"},\n  {"args": {}}\n]',
+            3,
+            "item 1 has no 'tool': expected an object like "
+            '{"tool": "name", "args": {...}} (at $[1])',
+        ),
+        (
+            '{"calls": [\n {"tool": "a"},\n {"tool": "b"},\n {"tool": 7}]}',
+            4,
+            "item 2: 'tool' must be a non-empty string naming the tool, got a JSON number 7 "
+            "(at $.calls[2].tool)",
+        ),
+        (
+            '[{"tool": "a",\n  "args": ["x"]}]',
+            2,
+            "item 0: 'args' must be an object of argument names and values (or null: any "
+            'arguments), got a JSON array ["x"] (at $[0].args)',
+        ),
+        ('[{"tool": ""}]', 1, "item 0: 'tool' must be a non-empty string"),
+        ("[" * 1001 + "]" * 1001, 1, "arrays and objects nested deeper than 1,000 levels"),
+        (
+            '[{"tool": "a", "args": {"x": ' + "[" * 5000 + "]" * 5000 + "}}]",
+            1,
+            "arrays and objects nested deeper than 1,000 levels (byte 1026)",  # 29 + 997
+        ),
+    ],
+)
+def test_gold_items_are_validated_with_their_place(
+    tmp_path: Path, text: str, line: int, problem: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(GoldFileError) as info:
+        load_gold(path)
+    assert info.value.line == line
+    assert info.value.problem.startswith(problem), info.value.problem
+    assert str(info.value).startswith(f"{path}:{line}: {problem}")
+
+
+def test_nesting_up_to_the_limit_is_read(tmp_path: Path) -> None:
+    text = '[{"tool": "a", "args": {"v": ' + "[" * 997 + '"x"' + "]" * 997 + "}}]"
+    (call,) = load_gold(write(tmp_path, text))  # 1,000 levels: the limit, read
+    assert call.tool == "a"
+    with pytest.raises(GoldFileError, match="nested deeper than 1,000 levels"):
+        load_gold(write(tmp_path, "[" + text + "]"))
 
 
 def test_gold_from_dicts() -> None:
@@ -71,6 +123,22 @@ def test_gold_from_dicts() -> None:
         gold_from_dicts([{"tool": "a"}, "b"])
     with pytest.raises(ValueError, match="Item at index 0 is missing 'tool' key"):
         gold_from_dicts([{"tool": ""}])
+
+
+def test_in_memory_calls_are_usage_errors() -> None:
+    from toolscore import evaluate
+    from toolscore.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"Item at index 0 is not a dict: expected a call like"):
+        evaluate(expected=[1, 2], actual=[])
+    with pytest.raises(UsageError, match="Item at index 0: 'tool' must be a string"):
+        evaluate(expected=[{"tool": 3}], actual=[])
+    with pytest.raises(UsageError, match="Item at index 0: 'args' must be a dict"):
+        evaluate(expected=[{"tool": "a", "args": [1]}], actual=[])
+    with pytest.raises(UsageError, match="Item at index 1 is missing 'tool' key"):
+        evaluate(expected=[{"tool": "a"}], actual=[{"tool": "a"}, {"args": {}}])
+    with pytest.raises(TypeError, match="calls must be a list of call dicts"):
+        gold_from_dicts(5)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,8 @@ from toolscore.patterns import (
 # -- patterns built from the pieces of Python's syntax that matter for the translation -------
 
 LITERALS = ["a", "b", "K", "é", "_", "1", " ", "-", "\\n", "\\.", "\\x41", "\\u00e9", "\\101"]
-ESCAPES = ["\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "\\b", "\\B", "\\A", "\\Z", ".", "^", "$"]
+ESCAPES = ["\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "."]
+ASSERTIONS = ["\\b", "\\B", "\\A", "\\Z", "^", "$"]  # zero-width: Python repeats none
 CLASSES = ["[ab]", "[^a\\d]", "[a-z]", "[\\w-]", "[\\s\\S]", "[]a]", "[^\\n]", "[é-ï]", "[\\W_]"]
 QUANTIFIERS = ["", "", "", "*", "+", "?", "{2}", "{,2}", "{1,}", "*?", "+?", "{0,1}?", "{}"]
 
@@ -35,7 +36,7 @@ def _pattern(depth: int) -> st.SearchStrategy[str]:
         atom = atom | st.tuples(st.sampled_from(["i", "m", "s", "-i", "x"]), inner).map(
             lambda t: f"(?{t[0]}:{t[1]})"
         )
-    piece = st.tuples(atom, st.sampled_from(QUANTIFIERS)).map("".join)
+    piece = st.tuples(atom, st.sampled_from(QUANTIFIERS)).map("".join) | st.sampled_from(ASSERTIONS)
     seq = st.lists(piece, min_size=1, max_size=4).map("".join)
     return st.lists(seq, min_size=1, max_size=2).map("|".join)
 

@@ -110,11 +110,17 @@ def test_load_forbidden_rules(tmp_path: Path) -> None:
     ("data", "problem"),
     [
         ({"tool": "x"}, "forbidden rules must be a JSON list of rule objects, got dict"),
-        ([{"tool": "a"}, "rm"], "forbidden rule 1 must be an object, got 'rm'"),
+        (
+            [{"tool": "a"}, "rm"],
+            'forbidden rule 1 must be an object like {"tool": "name", "args": {...}}, got \'rm\'',
+        ),
         ([{"tool": "a"}, {"tool": "b"}, {"tool": ""}], "forbidden rule 2 needs a non-empty 'tool'"),
         ([{"args": {}}], "forbidden rule 0 needs a non-empty 'tool' string"),
         ([{"tool": 5}], "forbidden rule 0 needs a non-empty 'tool' string"),
-        ([{"tool": "t", "args": ["a"]}], "forbidden rule 0 'args' must be an object, got ['a']"),
+        (
+            [{"tool": "t", "args": ["a"]}],
+            "forbidden rule 0 'args' must be an object (argument name: value), got ['a']",
+        ),
         (
             [{"tool": "t", "args": {"c": {"$regex": 5}}}],
             "forbidden rule 0 argument 'c': $regex needs a pattern string, got 5",
@@ -140,6 +146,40 @@ def test_rule_errors(data: Any, problem: str) -> None:
     assert info.value.path == "<rules>"
     assert info.value.problem.startswith(problem)
     assert str(info.value).startswith(f"<rules>: {problem}")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        ("[1, 2]", 1, "forbidden rule 0 must be an object like"),
+        (
+            '[\n {"tool": "a"},\n {"tool": "b", "args": {"c": {"$regx": "rm"}}}\n]',
+            3,
+            "forbidden rule 1 argument 'c': unknown operator '$regx' (known: $regex, $contains, "
+            "$one_of) (at $[1].args.c)",
+        ),
+        (
+            '[{"tool": "a"},\n{"tool": "b",\n "args": {"c": {"$regex": "x(?P<n"}}}]',
+            3,
+            "forbidden rule 1 argument 'c': invalid $regex pattern 'x(?P<n': missing >, "
+            "unterminated name at position 5 (at $[1].args.c.$regex)",
+        ),
+        ('[{"tool": "a"},\n {"args": {}}]', 2, "forbidden rule 1 needs a non-empty 'tool'"),
+        ('[{"tool": "a"},\n {"tool": 3}]', 2, "forbidden rule 1 needs a non-empty 'tool'"),
+        ('[\n{"tool": "a", "args": "rm"}]', 2, "forbidden rule 0 'args' must be an object"),
+        ('{"tool": "a"}', 1, "forbidden rules must be a JSON list of rule objects, got dict"),
+        ("[" * 1001 + "]" * 1001, 1, "arrays and objects nested deeper than 1,000 levels"),
+    ],
+)
+def test_rule_file_errors_name_the_line_and_json_path(
+    tmp_path: Path, text: str, line: int, problem: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(RuleFileError) as info:
+        load_forbidden_rules(path)
+    assert info.value.line == line
+    assert info.value.problem.startswith(problem), info.value.problem
+    assert str(info.value).startswith(f"{path}:{line}: ")
 
 
 def test_rule_errors_name_the_file(tmp_path: Path) -> None:

@@ -82,3 +82,49 @@ def test_catastrophic_regex_finishes_in_watch_on_a_pipe(tmp_path: Path) -> None:
     kinds = [json.loads(line)["kind"] for line in found.read_text("utf-8").splitlines()]
     assert kinds == ["rule_timeout", "forbidden_call"]
     assert took < 10
+
+
+# -- gold and rule files validated: exit 2, one line naming the file, line and JSON path ----
+
+
+def _one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def test_bad_gold_files_are_exit_2_with_their_place(tmp_path: Path) -> None:
+    _, trace, gold, _ = _files(tmp_path, ["ls"])
+    for text, needles in [
+        ("[1, 2]", [":1: item 0 is not a call: expected an object like", "(at $[0])"]),
+        ('[\n {"tool": "a"},\n {"args": {}}\n]', [":3: item 1 has no 'tool'", "(at $[1])"]),
+        ('{"calls": [\n{"tool": 5}]}', [":2: item 0: 'tool' must be a non-empty string"]),
+        ('[{"tool": "a", "args": [1]}]', [":1: item 0: 'args' must be an object"]),
+        ("[" * 100_000 + "]" * 100_000, [":1: arrays and objects nested deeper than 1,000"]),
+    ]:
+        gold.write_text(text, "utf-8")
+        _one_error_line(run_cli("eval", str(gold), str(trace)), str(gold), *needles)
+
+
+def test_bad_rule_files_are_exit_2_with_their_place(tmp_path: Path) -> None:
+    rules, trace, gold, _ = _files(tmp_path, ["ls"])
+    for text, needles in [
+        ("[1]", [":1: forbidden: forbidden rule 0 must be an object like", "(at $[0])"]),
+        (
+            '[\n{"tool": "t",\n "args": {"c": {"$regx": "rm"}}}]',
+            [":3: ", "unknown operator '$regx'", "(at $[0].args.c)"],
+        ),
+        (
+            '{"forbidden": [{"tool": "t"},\n {"tool": "t", "args": {"c": {"$regex": "(a"}}}]}',
+            [":2: ", "invalid $regex pattern '(a'", "at position 0", "$.forbidden[1].args.c"],
+        ),
+        ('[{"tool": "t", "args": "rm"}]', [":1: ", "'args' must be an object"]),
+        ("[" * 100_000 + "]" * 100_000, [":1: arrays and objects nested deeper than 1,000"]),
+    ]:
+        rules.write_text(text, "utf-8")
+        args = ("eval", str(gold), str(trace), "--forbidden", str(rules))
+        _one_error_line(run_cli(*args), str(rules), *needles)

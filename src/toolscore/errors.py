@@ -47,6 +47,11 @@ class InputError(ToolscoreError, ValueError):
         offset: 0-based byte offset, for JSON documents.
     """
 
+    json_path: tuple[str | int, ...] | None = None
+    """For gold and rule files: the JSON path of the value the error is about (``(3, "args")``
+    for the ``args`` of item 3), when known; :func:`toolscore.jsonfile.with_position` turns
+    it into a line and byte offset."""
+
     def __init__(
         self,
         path: str,

@@ -1,10 +1,13 @@
 """Gold (expected) calls from a file or from dicts, and actual calls from dicts.
 
 :func:`load_gold` reads a gold file as Toolscore 1.10 does (a JSON array of calls, or an object
-whose ``calls`` is one; items that are not dicts or have no ``tool`` are skipped; no ``$``
-matcher syntax), but its errors are :class:`~toolscore.errors.GoldFileError` naming the file
-and the line. :func:`gold_from_dicts` and :func:`calls_from_dicts` are the in-memory path of
-``evaluate()``, which is stricter: a bad item is a ``ValueError`` naming its index.
+whose ``calls`` is one; no ``$`` matcher syntax), but validates it: an item that is not a call
+object, has no ``tool`` string, or whose ``args`` is not an object (or null) is a
+:class:`~toolscore.errors.GoldFileError` naming the file, the line and byte offset and the
+item's JSON path (Toolscore skipped such items silently, and ``[1, 2]`` scored as an empty
+gold). :func:`gold_from_dicts` and :func:`calls_from_dicts` are the in-memory path of
+``evaluate()``: a bad item is a :class:`~toolscore.errors.UsageError` (a ``ValueError``)
+naming its index.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from .calls import ToolCall
-from .errors import GoldFileError
+from .errors import GoldFileError, UsageError
+from .jsonfile import check_depth, loads, with_position
 
 __all__ = ["calls_from_dicts", "gold_from_dicts", "load_gold", "side_effect_note"]
 
@@ -37,8 +41,10 @@ def load_gold(path: str | os.PathLike[str]) -> list[ToolCall]:
         The gold calls, indexed from 0.
 
     Raises:
-        GoldFileError: the file is missing or unreadable, not JSON, or not of the gold shape
-            (also when a ``tool`` is truthy but not a string).
+        GoldFileError: the file is missing or unreadable, not JSON, nested deeper than
+            :data:`~toolscore.jsonfile.MAX_DEPTH`, or not of the gold shape (an item that is
+            not a call object, without a non-empty ``tool`` string, or whose ``args`` is
+            neither an object nor null); the message names the line and the JSON path.
     """
     name = os.fspath(path)
     try:
@@ -49,9 +55,12 @@ def load_gold(path: str | os.PathLike[str]) -> list[ToolCall]:
     except OSError as exc:
         raise GoldFileError(str(name), f"cannot read the gold file: {exc.strerror}") from None
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise GoldFileError(str(name), "invalid UTF-8", offset=exc.start) from None
+    check_depth(text, str(name), GoldFileError)
+    try:
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise GoldFileError(
             str(name),
@@ -59,25 +68,67 @@ def load_gold(path: str | os.PathLike[str]) -> list[ToolCall]:
             line=exc.lineno,
             offset=exc.pos,
         ) from None
+    at: tuple[str | int, ...] = ()
     if isinstance(data, dict) and isinstance(data.get("calls"), list):
         data = data["calls"]
+        at = ("calls",)
     if not isinstance(data, list):
         raise GoldFileError(str(name), _SHAPE)
+    try:
+        return _gold_calls(data, str(name), at)
+    except GoldFileError as exc:
+        raise with_position(exc, text, exc.json_path) from None
+
+
+_CALL = 'an object like {"tool": "name", "args": {...}}'
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number"}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    return _JSON_TYPES.get(type(value), "number" if isinstance(value, float) else "value")
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _gold_calls(data: list[Any], name: str, at: tuple[str | int, ...]) -> list[ToolCall]:
+    def fail(problem: str, where: tuple[str | int, ...]) -> GoldFileError:
+        error = GoldFileError(name, problem)
+        error.json_path = at + where
+        return error
+
     calls: list[ToolCall] = []
     for i, item in enumerate(data):
-        if not isinstance(item, dict) or not item.get("tool"):
-            continue
+        if not isinstance(item, dict):
+            raise fail(
+                f"item {i} is not a call: expected {_CALL}, got a JSON {_json_type(item)} "
+                f"{_short(item)}",
+                (i,),
+            )
+        if "tool" not in item:
+            raise fail(f"item {i} has no 'tool': expected {_CALL}", (i,))
         tool = item["tool"]
-        if not isinstance(tool, str):
-            raise GoldFileError(
-                str(name), f"item {i}: tool must be a string, got a JSON {type(tool).__name__}"
+        if not isinstance(tool, str) or not tool:
+            raise fail(
+                f"item {i}: 'tool' must be a non-empty string naming the tool, got a JSON "
+                f"{_json_type(tool)} {_short(tool)}",
+                (i, "tool"),
+            )
+        args = item.get("args")
+        if args is not None and not isinstance(args, dict):
+            raise fail(
+                f"item {i}: 'args' must be an object of argument names and values (or null: "
+                f"any arguments), got a JSON {_json_type(args)} {_short(args)}",
+                (i, "args"),
             )
         metadata: dict[str, Any] = {"side_effects": item.get("side_effects") or {}}
         if "description" in item:
             metadata["description"] = item["description"]
-        calls.append(
-            ToolCall(tool=tool, args=item.get("args"), metadata=metadata, index=len(calls))
-        )
+        calls.append(ToolCall(tool=tool, args=args, metadata=metadata, index=len(calls)))
     return calls
 
 
@@ -132,14 +183,35 @@ def _metadata(item: dict[str, Any]) -> dict[str, Any]:
     return metadata
 
 
-def _from_dicts(items: Iterable[Any], start: int) -> list[ToolCall]:
+def _from_dicts(items: Iterable[Any], start: int, gold: bool = False) -> list[ToolCall]:
+    if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
+        raise TypeError(
+            f"calls must be a list of call dicts like {{'tool': 'name', 'args': {{...}}}}, "
+            f"got {type(items).__name__}"
+        )
     calls: list[ToolCall] = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
-            raise ValueError(f"Item at index {start + i} is not a dict")
+            raise UsageError(
+                f"Item at index {start + i} is not a dict: expected a call like "
+                f"{{'tool': 'name', 'args': {{...}}}}, got {type(item).__name__} {_short(item)}"
+            )
         tool = item.get("tool")
         if not tool:
-            raise ValueError(f"Item at index {start + i} is missing 'tool' key")
+            raise UsageError(
+                f"Item at index {start + i} is missing 'tool' key (a non-empty string naming "
+                "the tool)"
+            )
+        if not isinstance(tool, str):
+            raise UsageError(
+                f"Item at index {start + i}: 'tool' must be a string naming the tool, got "
+                f"{type(tool).__name__} {_short(tool)}"
+            )
+        if gold and item.get("args") is not None and not isinstance(item["args"], dict):
+            raise UsageError(
+                f"Item at index {start + i}: 'args' must be a dict of argument names and "
+                f"values (or None: any arguments), got {type(item['args']).__name__}"
+            )
         calls.append(
             ToolCall(
                 tool=tool,
@@ -162,9 +234,11 @@ def gold_from_dicts(items: Iterable[Any]) -> list[ToolCall]:
     ``cost``; ``metadata`` is built as Toolscore's ``_call_metadata`` does.
 
     Raises:
-        ValueError: ``Item at index {i} is not a dict`` / ``... is missing 'tool' key``.
+        UsageError: (a ``ValueError``) ``Item at index {i} is not a dict`` / ``... is missing
+            'tool' key`` / a ``tool`` that is not a string / ``args`` that is not a dict.
+        TypeError: ``items`` is not a list (or other iterable) of dicts.
     """
-    return _from_dicts(items, 0)
+    return _from_dicts(items, 0, gold=True)
 
 
 def calls_from_dicts(items: Iterable[Any], *, start: int = 0) -> list[ToolCall]:
@@ -177,6 +251,8 @@ def calls_from_dicts(items: Iterable[Any], *, start: int = 0) -> list[ToolCall]:
         start: the index of the first call (for calls that arrive one at a time).
 
     Raises:
-        ValueError: ``Item at index {i} is not a dict`` / ``... is missing 'tool' key``.
+        UsageError: (a ``ValueError``) ``Item at index {i} is not a dict`` / ``... is missing
+            'tool' key`` / a ``tool`` that is not a string.
+        TypeError: ``items`` is not a list (or other iterable) of dicts.
     """
     return _from_dicts(items, start)

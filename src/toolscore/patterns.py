@@ -211,6 +211,8 @@ class Translation:
     joined: str | None = None
     refused: str | None = None
     refused_at: int | None = None
+    nonboundary: bool = False
+    """``\\B`` somewhere: Python's never matches in an empty text, RE2's does."""
     boundary: bool = False
     """``\\b`` or ``\\B`` outside ``re.ASCII``: exact on ASCII text only."""
     casefold: bool = False
@@ -381,6 +383,8 @@ class _Reader:
         elif c in "bB":
             if not self.scope.ascii:
                 self.out.boundary = True
+            if c == "B":
+                self.out.nonboundary = True
             self.emit(f"\\{c}")
         elif c == "A":
             self.out.anchored = True
@@ -647,7 +651,7 @@ class UserPattern:
                     ) from exc
                 self.backtracking = f"RE2 cannot run it: {_decode(exc)}"
         self._ascii_only = done.boundary or done.casefold
-        self._boundary = done.boundary
+        self._nonboundary = done.nonboundary
         self._never = done.casefold_wide or self.re2 is None
         self._dollar = done.dollar
         self._spent = 0.0
@@ -659,7 +663,7 @@ class UserPattern:
             return False
         if self._ascii_only and not text.isascii():
             return False
-        if self._boundary and not text:
+        if self._nonboundary and not text:
             return False
         return not (self._dollar and text[-1:] == "\n")
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from .calls import ToolCall
 from .errors import RuleFileError
+from .jsonfile import check_depth, loads, with_position
 from .matchers import (
     Contains,
     Matcher,
@@ -62,18 +63,34 @@ def _short(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _fail(path: str, problem: str, where: tuple[str | int, ...]) -> RuleFileError:
+    error = RuleFileError(path, problem)
+    error.json_path = where
+    return error
+
+
 def _validate(i: int, rule: object, path: str) -> tuple[str, Mapping[str, Any] | None, Any]:
     if not isinstance(rule, Mapping):
-        raise RuleFileError(path, f"forbidden rule {i} must be an object, got {_short(rule)}")
+        raise _fail(
+            path,
+            f"forbidden rule {i} must be an object like "
+            f'{{"tool": "name", "args": {{...}}}}, got {_short(rule)}',
+            (i,),
+        )
     tool = rule.get("tool")
     if not isinstance(tool, str) or not tool:
-        raise RuleFileError(
-            path, f"forbidden rule {i} needs a non-empty 'tool' string: {_short(dict(rule))}"
+        raise _fail(
+            path,
+            f"forbidden rule {i} needs a non-empty 'tool' string: {_short(dict(rule))}",
+            (i, "tool") if "tool" in rule else (i,),
         )
     args = rule.get("args")
     if args is not None and not isinstance(args, Mapping):
-        raise RuleFileError(
-            path, f"forbidden rule {i} 'args' must be an object, got {_short(args)}"
+        raise _fail(
+            path,
+            f"forbidden rule {i} 'args' must be an object (argument name: value), "
+            f"got {_short(args)}",
+            (i, "args"),
         )
     return tool, args, rule.get("reason")
 
@@ -102,18 +119,19 @@ def rules_from_python(rules: Iterable[Any], path: str = _DEFAULT) -> list[Rule]:
 
 def _operator(i: int, key: str, op: str, operand: Any, path: str) -> Matcher:
     where = f"forbidden rule {i} argument {key!r}"
+    at = (i, "args", key, op)
     if op == "$regex":
         if not isinstance(operand, str):
-            raise RuleFileError(path, f"{where}: $regex needs a pattern string, got {operand!r}")
+            raise _fail(path, f"{where}: $regex needs a pattern string, got {operand!r}", at)
         try:
             return Search(operand)
         except PatternError as exc:
             what = "unsupported" if exc.refused else "invalid"
-            raise RuleFileError(path, f"{where}: {what} $regex pattern {operand!r}: {exc}") from exc
+            raise _fail(path, f"{where}: {what} $regex pattern {operand!r}: {exc}", at) from exc
     if op == "$contains":
         return Contains(operand)
     if not isinstance(operand, list):
-        raise RuleFileError(path, f"{where}: $one_of needs a list, got {operand!r}")
+        raise _fail(path, f"{where}: $one_of needs a list, got {operand!r}", at)
     return OneOf(*operand)
 
 
@@ -125,10 +143,11 @@ def _convert_args(i: int, args: Mapping[str, Any], path: str) -> dict[str, Any]:
             if op in OPERATORS:
                 value = _operator(i, key, op, operand, path)
             elif isinstance(op, str) and op.startswith("$"):
-                raise RuleFileError(
+                raise _fail(
                     path,
                     f"forbidden rule {i} argument {key!r}: unknown operator {op!r} "
                     f"(known: {', '.join(OPERATORS)})",
+                    (i, "args", key),
                 )
         out[key] = value
     return out
@@ -146,8 +165,10 @@ def rules_from_json(data: Any, path: str = _DEFAULT) -> list[Rule]:
         RuleFileError: see the module docstring.
     """
     if not isinstance(data, list):
-        raise RuleFileError(
-            path, f"forbidden rules must be a JSON list of rule objects, got {type(data).__name__}"
+        raise _fail(
+            path,
+            f"forbidden rules must be a JSON list of rule objects, got {type(data).__name__}",
+            (),
         )
     out: list[Rule] = []
     for i, rule in enumerate(data):
@@ -161,8 +182,9 @@ def load_forbidden_rules(path: str | os.PathLike[str]) -> list[Rule]:
     """Read a JSON rule file (read whole: rule files are small) and convert it.
 
     Raises:
-        RuleFileError: the file cannot be read, is not UTF-8 JSON, or holds a bad rule; the
-            message names the file and, for bad JSON, the line and column.
+        RuleFileError: the file cannot be read, is not UTF-8 JSON, nests deeper than
+            :data:`~toolscore.jsonfile.MAX_DEPTH`, or holds a bad rule; the message names the
+            file, the line (and for a bad rule its JSON path, ``$[3].args``).
     """
     name = os.fspath(path)
     try:
@@ -174,13 +196,17 @@ def load_forbidden_rules(path: str | os.PathLike[str]) -> list[Rule]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise RuleFileError(name, f"not UTF-8 text ({exc.reason})", offset=exc.start) from exc
+    check_depth(text, name, RuleFileError)
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise RuleFileError(
             name, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
         ) from exc
-    return rules_from_json(data, name)
+    try:
+        return rules_from_json(data, name)
+    except RuleFileError as exc:
+        raise with_position(exc, text, exc.json_path) from exc
 
 
 _MISSING = object()

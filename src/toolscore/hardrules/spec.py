@@ -36,6 +36,7 @@ from itertools import pairwise
 from typing import Any, Literal, cast
 
 from ..errors import RuleFileError
+from ..jsonfile import check_depth, loads, with_position
 from ..rules import Rule, rules_from_json, rules_from_python
 
 __all__ = [
@@ -304,11 +305,16 @@ def _max_calls(value: Any, path: str) -> CountRule:
     return CountRule("max_calls", None, None, high)
 
 
-def _forbidden_form(value: Any, where: str, path: str, python: bool) -> list[Rule]:
+def _forbidden_form(
+    value: Any, where: str, path: str, python: bool, at: tuple[str | int, ...] | None = None
+) -> list[Rule]:
     try:
         return rules_from_python(value, path) if python else rules_from_json(value, path)
     except RuleFileError as exc:
-        raise RuleFileError(path, f"{where}: {exc.problem}") from exc
+        error = RuleFileError(path, f"{where}: {exc.problem}")
+        if at is not None and exc.json_path is not None:
+            error.json_path = at + exc.json_path  # where the list is in the file
+        raise error from exc
 
 
 def _data_flow(value: Any, path: str, python: bool) -> list[DataFlowRule]:
@@ -410,14 +416,14 @@ def ruleset(data: Any, path: str = _DEFAULT, *, python: bool = True) -> RuleSet:
     if isinstance(data, RuleSet):
         return data
     if not isinstance(data, Mapping):
-        forbidden = _forbidden_form(data, "forbidden", path, python) if data is not None else []
+        forbidden = _forbidden_form(data, "forbidden", path, python, ()) if data is not None else []
         return RuleSet(forbidden=tuple(forbidden), has_forbidden=data is not None)
     unknown = [k for k in data if k not in KEYS]
     if unknown:
         raise RuleFileError(path, f"unknown rule key {unknown[0]!r} (known: {', '.join(KEYS)})")
     out = RuleSet()
     if "forbidden" in data:
-        forbidden = _forbidden_form(data["forbidden"], "forbidden", path, python)
+        forbidden = _forbidden_form(data["forbidden"], "forbidden", path, python, ("forbidden",))
         out = replace(out, forbidden=tuple(forbidden), has_forbidden=True)
     if data.get("allow") is not None:
         tools, rule_id, reason = _allow(data["allow"], path)
@@ -469,8 +475,9 @@ def _read_json(name: str, what: str) -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise RuleFileError(name, f"not UTF-8 text ({exc.reason})", offset=exc.start) from exc
+    check_depth(text, name, RuleFileError)
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as exc:
         raise RuleFileError(
             name, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
@@ -485,7 +492,15 @@ def load_rules(path: str | os.PathLike[str]) -> RuleSet:
             the rule and, for bad JSON, the line).
     """
     name = os.fspath(path)
-    return ruleset_from_json(_read_json(name, "rule file"), name)
+    data = _read_json(name, "rule file")
+    try:
+        return ruleset_from_json(data, name)
+    except RuleFileError as exc:  # a forbidden rule's error names its line
+        if exc.json_path is None:
+            raise
+        with open(name, "rb") as f:
+            text = f.read().decode("utf-8-sig")
+        raise with_position(exc, text, exc.json_path) from exc
 
 
 def load_gold_rules(path: str | os.PathLike[str]) -> RuleSet | None:
