@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .api import evaluate
+from .hardrules.spec import ruleset
 from .result import EvaluationResult, normalize_weights
 from .rules import check_forbidden_calls, rules_from_python
 
@@ -55,6 +56,14 @@ def _failure_text(result: EvaluationResult, min_score: float) -> str:
     from .redact import redact_secrets
 
     return redact_secrets("\n".join(lines))
+
+
+def _check_rules(result: EvaluationResult) -> EvaluationResult:
+    broken = result.rule_violations
+    if broken:
+        lines = "\n".join(f"  {v['message']}" for v in broken)
+        raise ToolScoreAssertionError(f"{len(broken)} rule(s) broken:\n{lines}")
+    return result
 
 
 def _check_min_score(result: EvaluationResult, min_score: float) -> EvaluationResult:
@@ -126,6 +135,7 @@ class Expectation:
         self._min_score = 0.9
         self._weights: dict[str, float] | None = None
         self._strict = False
+        self._rules: dict[str, Any] = {}
 
     def on(self, prompt: Any) -> Expectation:
         """The input to give a callable subject."""
@@ -148,6 +158,88 @@ class Expectation:
         self._forbidden.append({"tool": tool, "args": args or None})
         return self
 
+    # -- hard rules: pass/fail, checked before the score ------------------------------------
+
+    def _add(self, key: str, item: Any) -> Expectation:
+        self._rules.setdefault(key, []).append(item)
+        ruleset(self._rules)  # a bad rule fails here, where it was written
+        return self
+
+    def calls_in_order(self, *tools: str) -> Expectation:
+        """Each tool is called before any call to the next (``A`` before ``B`` before ...)."""
+        return self._add("order", list(tools))
+
+    def calls_before(self, before: str, after: str) -> Expectation:
+        """``before`` is called before any call to ``after``."""
+        return self._add("order", {"before": before, "after": after})
+
+    def calls_at_most(self, tool: str, times: int) -> Expectation:
+        """``tool`` is called at most ``times`` times."""
+        return self._add("counts", {"tool": tool, "max": times})
+
+    def calls_at_least(self, tool: str, times: int) -> Expectation:
+        """``tool`` is called at least ``times`` times."""
+        return self._add("counts", {"tool": tool, "min": times})
+
+    def calls_between(self, tool: str, low: int, high: int) -> Expectation:
+        """``tool`` is called between ``low`` and ``high`` times (both included)."""
+        return self._add("counts", {"tool": tool, "min": low, "max": high})
+
+    def within_steps(self, steps: int) -> Expectation:
+        """The whole trace makes at most ``steps`` calls."""
+        return self._add("counts", {"max": steps, "id": "max_calls"})
+
+    def only_calls(self, *tools: str) -> Expectation:
+        """No tool but these is called (an allowlist)."""
+        self._rules["allow"] = sorted(set(self._rules.get("allow", tools)) & set(tools))
+        ruleset(self._rules)
+        return self
+
+    def with_schemas(self, definitions: Any) -> Expectation:
+        """Every call's arguments match its tool's JSON Schema (OpenAI, Anthropic or MCP
+        tool definitions, or ``{tool: schema}``)."""
+        self._rules["schemas"] = definitions
+        ruleset(self._rules)
+        return self
+
+    def does_not_leak_to(self, *sinks: str, sources: Any = None) -> Expectation:
+        """No call to ``sinks`` after a call whose result carried a credential, or after a
+        call matching ``sources`` (forbidden-rule form: ``[{"tool": "read_file", "args":
+        {"path": Contains(".ssh")}}]``)."""
+        rule: dict[str, Any] = {"sinks": list(sinks), "id": f"data_flow[{len(self._flows())}]"}
+        if sources is not None:
+            rule["sources"] = list(sources)
+        return self._add("data_flow", rule)
+
+    def _flows(self) -> list[Any]:
+        flows: list[Any] = self._rules.get("data_flow", [])
+        return flows
+
+    def matches_trajectory(self, mode: str = "strict") -> Expectation:
+        """The calls match the expected ones (``.calls(...)``) as a whole: ``strict`` (same
+        calls, same order), ``unordered``, ``subset`` (no call unexpected) or ``superset``
+        (every expected call made)."""
+        match = self._rules.setdefault("match", [])
+        if mode not in match:
+            match.append(mode)
+        ruleset(self._rules)
+        return self
+
+    def with_argument_mode(self, mode: str, tool: str | None = None, **per_arg: str) -> Expectation:
+        """How arguments match in :meth:`matches_trajectory`: ``exact``, ``ignore``,
+        ``subset`` (extra actual arguments are fine) or ``superset``; for every tool, or for
+        ``tool`` only, with per-argument modes as keywords (``page="ignore"``)."""
+        arguments = self._rules.setdefault("arguments", {})
+        if tool is None:
+            arguments["mode"] = mode
+        else:
+            spec: dict[str, Any] = {"mode": mode}
+            if per_arg:
+                spec["args"] = per_arg
+            arguments.setdefault("tools", {})[tool] = spec
+        ruleset(self._rules)
+        return self
+
     def with_score(self, min_score: float) -> Expectation:
         _check_range(min_score)
         self._min_score = min_score
@@ -163,7 +255,7 @@ class Expectation:
         return self
 
     def _declared(self) -> None:
-        if not self._calls and not self._forbidden:
+        if not self._calls and not self._forbidden and not self._rules:
             raise ValueError(
                 "no expectations declared — call .calls(), .then_calls(), or .does_not_call() "
                 "before .run()."
@@ -215,16 +307,19 @@ class Expectation:
                         f"Actual calls: {[c.tool for c in calls]}"
                     )
                 )
+        rules = ruleset(self._rules) if self._rules else None
         if not self._calls:
-            return evaluate([], actual)
-        result = evaluate(self._calls, actual, self._weights, self._strict)
-        return _check_min_score(result, self._min_score)
+            return _check_rules(evaluate([], actual, strict=self._strict, rules=rules))
+        result = evaluate(self._calls, actual, self._weights, self._strict, rules=rules)
+        return _check_min_score(_check_rules(result), self._min_score)
 
     def run(self) -> EvaluationResult:
         """Run the subject (sync), then check forbidden calls and the minimum score.
 
         Raises:
-            ToolScoreAssertionError: a forbidden call was made or the score is too low.
+            ToolScoreAssertionError: a forbidden call was made, a rule was broken
+                (``calls_in_order``, ``calls_at_most``, ``only_calls``...) or the score is
+                too low.
         """
         self._declared()
         return self._finish(self._actual_sync())
