@@ -193,17 +193,35 @@ def raw_rate(path: Path, mode: str, repeat: int = 1) -> tuple[float, int]:
 
 
 def eval_cmd(
-    trace: Path, report: Path, rules: bool, extra: list[str], python: str = sys.executable
+    trace: Path,
+    report: Path,
+    rules: bool,
+    extra: list[str],
+    python: str = sys.executable,
+    rule_file: Path = FORBIDDEN,
 ) -> list[str]:
     """The ``toolscore eval`` command line that is measured, run by ``python``."""
     cmd = [python, "-m", "toolscore", "eval", str(GOLD), str(trace), "-o", str(report)]
     if rules:
-        cmd += ["--forbidden", str(FORBIDDEN)]
+        cmd += ["--forbidden", str(rule_file)]
     return cmd + extra
 
 
+def rule_count(path: Path) -> int:
+    """The rules in a rule file: a forbidden list's items, or every list item and every
+    other key of a rule object (``allow``, ``max_calls``, ...) counted once."""
+    data = json.loads(path.read_text())
+    if isinstance(data, list):
+        return len(data)
+    return sum(len(v) if isinstance(v, list) else 1 for v in data.values())
+
+
 def measure_eval(
-    trace: Path, rules: bool, extra: list[str], python: str = sys.executable
+    trace: Path,
+    rules: bool,
+    extra: list[str],
+    python: str = sys.executable,
+    rule_file: Path = FORBIDDEN,
 ) -> tuple[Proc, str]:
     """Run ``toolscore eval`` once; return the measurement and an error text ("" if fine)."""
     fd, name = tempfile.mkstemp(prefix="toolscore-bench-", suffix=".json", dir=trace.parent)
@@ -211,7 +229,7 @@ def measure_eval(
     report = Path(name)
     report.unlink()
     try:
-        proc = run_measured(eval_cmd(trace, report, rules, extra, python))
+        proc = run_measured(eval_cmd(trace, report, rules, extra, python, rule_file))
         wrote = report.exists() and report.stat().st_size > 0
     finally:
         report.unlink(missing_ok=True)
@@ -223,11 +241,13 @@ def measure_eval(
     return proc, error
 
 
-def profile(trace: Path, rules: bool, extra: list[str], top: int = 25) -> str:
+def profile(
+    trace: Path, rules: bool, extra: list[str], top: int = 25, rule_file: Path = FORBIDDEN
+) -> str:
     """The top lines of ``python -m cProfile -s cumtime -m toolscore eval ...`` on a trace."""
     fd, name = tempfile.mkstemp(prefix="toolscore-prof-", suffix=".json", dir=trace.parent)
     os.close(fd)
-    cmd = eval_cmd(trace, Path(name), rules, extra)
+    cmd = eval_cmd(trace, Path(name), rules, extra, rule_file=rule_file)
     cmd[1:3] = ["-m", "cProfile", "-s", "cumtime", "-m", "toolscore"]
     try:
         proc = run_measured(cmd)
@@ -334,6 +354,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PYTHON",
         help="also measure the toolscore installed for this interpreter, interleaved",
     )
+    parser.add_argument(
+        "--rules-file",
+        type=Path,
+        default=FORBIDDEN,
+        help="the rule file of this build's runs with rules (the compare build's is always "
+        "forbidden10.json): e.g. benchmarks/rules_all.json, every hard rule kind too",
+    )
     ns = parser.parse_args(argv)
     builds = {"this": sys.executable, **({"compare": ns.compare} if ns.compare else {})}
 
@@ -388,7 +415,10 @@ def main(argv: list[str] | None = None) -> int:
                 for case in cases:
                     if errors[case]:
                         continue
-                    proc, errors[case] = measure_eval(trace, case[0], extra, builds[case[1]])
+                    rule_file = ns.rules_file if case[1] == "this" else FORBIDDEN
+                    proc, errors[case] = measure_eval(
+                        trace, case[0], extra, builds[case[1]], rule_file
+                    )
                     kept = best[case]
                     if not errors[case] and (kept is None or proc.seconds < kept.seconds):
                         best[case] = proc
@@ -402,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = Row(
                     size,
                     layout,
-                    len(json.loads(FORBIDDEN.read_text())) if rules else 0,
+                    rule_count(ns.rules_file if case[1] == "this" else FORBIDDEN) if rules else 0,
                     case[1],
                     calls,
                     trace.stat().st_size,
@@ -417,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
                 if ns.profile and not error and case[1] == "this":
                     profiles.append(
                         f"### {trace.name}, {row.rules} rules\n\n```\n"
-                        f"{profile(trace, rules, extra)}\n```"
+                        f"{profile(trace, rules, extra, rule_file=ns.rules_file)}\n```"
                     )
     text = table(rows)
     print("\n" + text)

@@ -155,3 +155,12 @@ def test_rule_and_gold_files_are_valid() -> None:
     assert len(rules) == 10 and len(gold) == 7
     assert all(r["tool"] in set(gen.TOOLS) | {"shutdown_server"} for r in rules)
     assert all(g["tool"] in gen.TOOLS for g in gold)
+
+
+def test_the_all_rules_file_has_every_hard_rule_kind() -> None:
+    from toolscore.hardrules import load_rules
+
+    rules = load_rules(REPO / "benchmarks" / "rules_all.json")
+    assert len(rules.forbidden) == 10 and rules.allow is not None
+    assert rules.order and rules.counts and rules.data_flow and rules.match
+    assert rules.schemas is not None and len(rules.schemas) == len(gen.TOOLS)

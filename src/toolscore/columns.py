@@ -87,11 +87,12 @@ class Columns(ABC):
         """Write every call's record, each followed by ``separator``; returns how many."""
         return write_joined(write, self.records(), separator)
 
-    def result_texts(self) -> list[bytes | None]:
-        """Every call's result as JSON text (None where there is none); what the data-flow
-        rules scan for credentials. Built on demand: no check but those reads it."""
+    def result_texts(self) -> list[Any]:
+        """Every call's result as JSON text (bytes-like; ``null`` where there is none): what
+        the data-flow rules scan for credentials. Built on demand: no check but those reads
+        it."""
         return [
-            None if c.result is None else record_bytes(json_safe(c.result)) for c in self.calls()
+            b"null" if c.result is None else record_bytes(json_safe(c.result)) for c in self.calls()
         ]
 
     def sigs(self) -> list[bytes]:

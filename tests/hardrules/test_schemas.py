@@ -124,3 +124,74 @@ def test_any_arguments_get_an_answer_that_agrees_with_jsonschema(args: Any) -> N
     if found is not None:
         paths = {error_path(e.absolute_path) for e in errors}
         assert found[0] in paths and found[2] == len(errors)
+
+
+simple_schema = st.deferred(
+    lambda: st.sampled_from(
+        [{"type": t} for t in ("string", "integer", "number", "boolean", "null", "array",
+                               "object")]
+        + [True, {}, {"type": ["string", "null"]}, {"description": "anything"}]
+    )
+    | st.builds(lambda items: {"type": "array", "items": items}, simple_schema)
+    | st.builds(
+        lambda props, required, extra: {
+            "type": "object",
+            "properties": props,
+            "required": required,
+            **({} if extra is None else {"additionalProperties": extra}),
+        },
+        st.dictionaries(st.sampled_from(["q", "limit", "filters", "field"]), simple_schema,
+                        max_size=3),
+        st.lists(st.sampled_from(["q", "limit", "x"]), max_size=2, unique=True),
+        st.none() | st.booleans() | simple_schema,
+    )
+)  # fmt: skip
+any_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, width=16)
+    | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["q", "limit", "filters", "field", "x"]), inner,
+                      max_size=3),
+    max_leaves=10,
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(schema=simple_schema, value=any_value)
+def test_the_fast_test_gives_jsonschemas_answer(schema: Any, value: Any) -> None:
+    from jsonschema import Draft202012Validator
+
+    from toolscore.hardrules.schemas import fast_test
+
+    test = fast_test(schema)
+    assert test is not None
+    assert test(value) == Draft202012Validator(schema).is_valid(value)
+
+
+def test_a_schema_with_other_keywords_has_no_fast_test() -> None:
+    from toolscore.hardrules.schemas import fast_test
+
+    assert fast_test({"type": "string", "minLength": 2}) is None
+    assert fast_test({"type": "object", "properties": {"q": {"enum": ["a"]}}}) is None
+    assert fast_test(SEARCH) is None  # "minimum" and "enum" inside
+
+
+@settings(max_examples=500, deadline=None)
+@given(schema=simple_schema, column=st.lists(any_value, max_size=5))
+def test_a_column_passes_only_when_every_call_is_valid(schema: Any, column: list[Any]) -> None:
+    from jsonschema import Draft202012Validator
+
+    from toolscore.hardrules.schemas import column_test
+
+    test = column_test(schema)
+    if test is None:
+        assert not (isinstance(schema, dict) and schema.get("type") == "object"
+                    and schema.get("additionalProperties", True) in (True, False))  # fmt: skip
+        return
+    validator = Draft202012Validator(schema)
+    if test(column):
+        assert all(validator.is_valid(v) for v in column)
+    # a column of valid calls of exact JSON types passes
+    plain = [{"q": "x", "limit": 2}] * 3
+    if all(validator.is_valid(v) for v in plain):
+        assert test(plain)

@@ -14,21 +14,21 @@ from the completed ones (``batch.done_columns()``), since a source is known by i
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import accumulate, compress
 from typing import Any
 
 from ..calls import Batch, Finding, ToolCall
-from ..hardrules.matching import MatchState, args_match, call_modes, verdicts
+from ..hardrules.matching import MatchState, call_modes, column_match, verdicts
 from ..hardrules.spec import RuleSet
 from ..hardrules.state import PENDING_SINKS, FlowState, SeqState, Source, Violation
-from ..redact import may_contain_secret, redact_secrets, scan_text
+from ..redact import PREFILTER_SCAN, redact_secrets, scan_text
 from ..rules import CompiledRule
 from ._base import BaseCheck
 
 __all__ = ["HardRulesCheck", "hard_rules_check"]
-
-_MASK_CACHE = 4096
 
 
 def _positions(tools: list[str], tool: str, limit: int, stop: int | None = None) -> list[int]:
@@ -112,7 +112,6 @@ class HardRulesCheck(BaseCheck):
         self._gold_by_tool: dict[str, list[int]] = {}
         for g, call in enumerate(self.gold):
             self._gold_by_tool.setdefault(call.tool, []).append(g)
-        self._mask_cache: dict[tuple[str, bytes], int] = {}
         n_counts, n_orders = len(counts), len(rules.order)
         match = MatchState(len(self.gold)) if self._modes else None
         self.seq = SeqState(
@@ -157,7 +156,7 @@ class HardRulesCheck(BaseCheck):
         tools: list[str] = cols.tools
         n = len(tools)
         counts: list[int] = []
-        heads: list[tuple[int, ...]] = []
+        heads: list[tuple[tuple[int, int], ...]] = []
         state = self.seq
         for r, (tool, high) in enumerate(zip(self._count_tools, self._maxes, strict=True)):
             c = n if tool is None else tools.count(tool)
@@ -165,14 +164,20 @@ class HardRulesCheck(BaseCheck):
             if high is None or not c:
                 heads.append(())
                 continue
-            # the calls a merge may report: from the start of the trace, only the one past max
-            need = high + 1 - state.counts[r] if state.origin else high + 1
-            if need <= 0:
+            if not state.origin:  # a part: the first max + 1, for the merge
+                first = min(c, high + 1)
+                if tool is None:
+                    heads.append(tuple(zip(range(first), range(first), strict=True)))
+                else:
+                    heads.append(tuple(enumerate(_positions(tools, tool, first))))
+                continue
+            k = high - state.counts[r]  # read from the start: only the call past max counts
+            if not 0 <= k < c:
                 heads.append(())
             elif tool is None:
-                heads.append(tuple(range(min(c, need))))
+                heads.append(((k, k),))
             else:
-                heads.append(tuple(_positions(tools, tool, min(c, need))))
+                heads.append(((k, _positions(tools, tool, k + 1)[k]),))
         seen: list[bool] = []
         firsts: list[int | None] = []
         for before, after in self._orders:
@@ -183,10 +188,10 @@ class HardRulesCheck(BaseCheck):
                 stop = n
             else:
                 seen.append(True)
-            first = _positions(tools, after, 1, stop)
-            firsts.append(first[0] if first else None)
+            ahead = _positions(tools, after, 1, stop)
+            firsts.append(ahead[0] if ahead else None)
         location = cols.location
-        keep = {i for head in heads for i in head}
+        keep = {i for head in heads for _, i in head}
         keep.update(i for i in firsts if i is not None)
         places = tuple((i, location(i)) for i in sorted(keep))
         violations: list[Violation] = []
@@ -216,9 +221,18 @@ class HardRulesCheck(BaseCheck):
         wanted = self._schema_tools
         tools: list[str] = cols.tools
         args = cols.args
-        sigs = cols.sigs()
         out: list[Violation] = []
+        groups: dict[str, list[int]] = {}
         for i in [i for i, t in enumerate(tools) if t in wanted]:
+            groups.setdefault(tools[i], []).append(i)
+        suspects: list[int] = []
+        for tool, positions in groups.items():
+            column = [{} if (a := args[i]) is None else a for i in positions]
+            if not schemas.all_valid(tool, column):
+                suspects.extend(positions)
+        suspects.sort()
+        sigs = cols.sigs() if suspects else []
+        for i in suspects:
             problem = schemas.problem(tools[i], args[i], sigs[i])
             if problem is None:
                 continue
@@ -240,63 +254,50 @@ class HardRulesCheck(BaseCheck):
         if not hits:
             return masks
         args = cols.args
-        sigs = cols.sigs()
-        cache = self._mask_cache
-        gold = self.gold
-        modes = self.rules.arguments
-        strict = self.strict
+        groups: dict[str, list[int]] = {}
         for i in hits:
-            tool = tools[i]
-            key = (tool, sigs[i])
-            mask = cache.get(key)
-            if mask is None:
-                mode, per_arg = call_modes(modes, tool)
-                mask = 0
-                for g in by_tool[tool]:
-                    if args_match(gold[g].args, args[i], mode, per_arg, strict):
-                        mask |= 1 << g
-                if len(cache) >= _MASK_CACHE:
-                    cache.clear()
-                cache[key] = mask
-            masks[i] = mask
+            groups.setdefault(tools[i], []).append(i)
+        gold = self.gold
+        for tool, positions in groups.items():
+            column = [args[i] for i in positions]
+            mode, per_arg = call_modes(self.rules.arguments, tool)
+            for g in by_tool[tool]:
+                bit = 1 << g
+                ok = column_match(gold[g].args, column, mode, per_arg, self.strict)
+                for j in compress(range(len(positions)), ok):
+                    masks[positions[j]] |= bit
         return masks
 
     def _flow_span(self, cols: Any) -> FlowState:
         tools: list[str] = cols.tools
         n = len(tools)
+        state = self.flow
+        # read from the start of the trace, a rule whose source came already needs no source
+        # (every sink call is a violation), and one without needs no sink before its source
+        tainted = [state.origin and src is not None for src in state.sources]
         creds: dict[int, str] = {}
-        if self._credentials:
+        if any(f.credentials and not t for f, t in zip(self._flows, tainted, strict=True)):
             creds = _credential_results(cols)
         sources: list[Source | None] = []
         pending: list[tuple[tuple[int, str], ...]] = []
         violations: list[Violation] = []
-        for flow, rule_id in zip(self._flows, self._flow_ids, strict=True):
-            first: Source | None = None
-            if flow.credentials and creds:
-                i = min(creds)
-                first = (i, tools[i], f"returned a credential ({creds[i]})")
-            for tool, tests in flow.sources.items():
-                if first is not None:
-                    positions = _positions(tools, tool, first[0] + 1, first[0])
-                else:
-                    positions = _positions(tools, tool, n)
-                if not positions:
-                    continue
-                args = cols.args
-                for why, test in tests:
-                    found = test.select([args[p] for p in positions])
-                    if found:
-                        p = positions[found[0]]
-                        if first is None or p < first[0]:
-                            first = (p, tool, f"({why})")
+        for r, (flow, rule_id) in enumerate(zip(self._flows, self._flow_ids, strict=True)):
+            sinks = flow.sinks
+            if tainted[r]:
+                sources.append(None)
+                pending.append(tuple((i, t) for i, t in enumerate(tools) if t in sinks))
+                continue
+            first = self._first_source(flow, cols, creds)
             sources.append(first)
-            if flow.sinks.isdisjoint(tools):
+            if sinks.isdisjoint(tools):
                 pending.append(())
                 continue
-            sinks = flow.sinks
             stop = n if first is None else first[0] + 1
-            before = [(i, t) for i, t in enumerate(tools[:stop]) if t in sinks]
-            pending.append(tuple(before[:PENDING_SINKS]))
+            if state.origin:
+                pending.append(())  # no source before them: nothing to report
+            else:
+                before = [(i, t) for i, t in enumerate(tools[:stop]) if t in sinks]
+                pending.append(tuple(before[:PENDING_SINKS]))
             if first is not None:
                 src = first
                 violations.extend(
@@ -310,6 +311,29 @@ class HardRulesCheck(BaseCheck):
         keep = sorted({i for waiting in pending for i, _ in waiting})
         places = tuple((i, location(i)) for i in keep)
         return FlowState(False, n, tuple(sources), tuple(pending), placed, places)
+
+    def _first_source(self, flow: _Flow, cols: Any, creds: dict[int, str]) -> Source | None:
+        """The batch's first call that is a source of ``flow``."""
+        tools: list[str] = cols.tools
+        first: Source | None = None
+        if flow.credentials and creds:
+            i = min(creds)
+            first = (i, tools[i], f"returned a credential ({creds[i]})")
+        for tool, tests in flow.sources.items():
+            if first is not None:
+                positions = _positions(tools, tool, first[0] + 1, first[0])
+            else:
+                positions = _positions(tools, tool, len(tools))
+            if not positions:
+                continue
+            args = cols.args
+            for why, test in tests:
+                found = test.select([args[p] for p in positions])
+                if found:
+                    p = positions[found[0]]
+                    if first is None or p < first[0]:
+                        first = (p, tool, f"({why})")
+        return first
 
     # -- the end and parts ---------------------------------------------------------------
 
@@ -418,18 +442,34 @@ def _order_key(v: Violation) -> tuple[int, str]:
 
 
 def _credential_results(cols: Any) -> dict[int, str]:
-    """``{position: credential kind}`` of the calls whose result holds a credential."""
-    texts: list[bytes | None] = cols.result_texts()
-    present = [t for t in texts if t]
-    if not present or not may_contain_secret(b"\n".join(present)):
+    """``{position: credential kind}`` of the calls whose result holds a credential: the
+    batch's result texts searched as one for a credential's prefix (one pass in C), and
+    only the results where one starts scanned closer."""
+    texts: list[Any] = cols.result_texts()
+    joined = b"\n".join(texts)
+    first = PREFILTER_SCAN.search(joined)
+    if first is None:
         return {}
+    ends = list(accumulate(map(_PLUS_ONE, map(_nbytes, texts))))
     out: dict[int, str] = {}
-    for i, text in enumerate(texts):
-        if text and may_contain_secret(text):
-            found = scan_text(text.decode("utf-8", "replace"))
-            if found:
-                out[i] = found[0][2]
-    return out
+    for m in PREFILTER_SCAN.finditer(joined, first.start()):
+        i = bisect_right(ends, m.start())
+        if i in out or i >= len(texts):
+            continue
+        text = bytes(texts[i]).decode("utf-8", "replace")
+        found = scan_text(text)
+        if found:
+            out[i] = found[0][2]
+        else:
+            out[i] = ""  # looked at: nothing
+    return {i: kind for i, kind in out.items() if kind}
+
+
+_PLUS_ONE = (1).__add__
+
+
+def _nbytes(text: Any) -> int:
+    return memoryview(text).nbytes
 
 
 def hard_rules_check(

@@ -28,10 +28,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..matchers import compare_values
+from ..matchers import all_strings, compare_values, lenient_str_misses
 from .spec import ArgMode, ArgumentModes, MatchMode
 
-__all__ = ["MatchState", "Matching", "args_match", "value_match", "verdicts"]
+__all__ = [
+    "MatchState",
+    "Matching",
+    "args_match",
+    "column_match",
+    "value_match",
+    "verdicts",
+]
 
 _NO_MODES: Mapping[str, ArgMode] = {}
 
@@ -111,6 +118,51 @@ def args_match(
         keys = got
     get_mode = per_arg.get
     return all(value_match(want[k], got[k], get_mode(k, "exact"), strict) for k in keys)
+
+
+def column_match(
+    expected: Any,
+    column: list[Any],
+    mode: ArgMode = "exact",
+    per_arg: Mapping[str, ArgMode] = _NO_MODES,
+    strict: bool = False,
+) -> list[bool]:
+    """:func:`args_match` for a column of calls' arguments, an argument at a time: the key
+    sets with C-level passes, then each expected value against the column (a column of
+    strings without the expected text is ruled out in one search)."""
+    n = len(column)
+    if expected is None or mode == "ignore":
+        return [True] * n
+    if (
+        per_arg
+        or mode == "superset"
+        or not isinstance(expected, Mapping)
+        or list(map(type, column)).count(dict) != n
+    ):
+        return [args_match(expected, a, mode, per_arg, strict) for a in column]
+    want = dict(expected)
+    if mode == "exact":
+        keys = want.keys()
+        alive = [j for j, k in enumerate(map(dict.keys, column)) if k == keys]
+    else:  # subset
+        need = frozenset(want)
+        alive = [j for j, ok in enumerate(map(need.issubset, column)) if ok]
+    for key, value in want.items():
+        if not alive:
+            break
+        values = [column[j][key] for j in alive]
+        if value.__class__ is str:
+            if strict:
+                misses = bool(value) and all_strings(values) and value not in "\n".join(values)
+            else:
+                misses = lenient_str_misses(value, values)
+            if misses:
+                return [False] * n
+        alive = [j for j, v in zip(alive, values, strict=True) if compare_values(value, v, strict)]
+    out = [False] * n
+    for j in alive:
+        out[j] = True
+    return out
 
 
 class Matching:
@@ -220,9 +272,18 @@ class MatchState:
         """The state of a stretch of calls given their masks."""
         matching = Matching(gold)
         first: tuple[int, str] | None = None
-        for i, (mask, tool) in enumerate(zip(masks, tools, strict=True)):
-            if not matching.add(i, mask, tool) and first is None:
-                first = (i, tool)
+        add = matching.add
+        for i in [i for i, mask in enumerate(masks) if mask]:
+            if not add(i, masks[i], tools[i]):
+                first = (i, tools[i])
+                break
+        if first is not None:  # past the first rejected call, keep offering the rest
+            for i in [j for j, mask in enumerate(masks) if mask and j > first[0]]:
+                add(i, masks[i], tools[i])
+        if 0 in masks:  # a call that matches no expected call is rejected too
+            zero = masks.index(0)
+            if first is None or zero < first[0]:
+                first = (zero, tools[zero])
         return cls(gold, len(masks), tuple(masks[:gold]), tuple(matching.basis), first)
 
 

@@ -71,10 +71,6 @@ class Violation:
         return f"{self.detail} after call {index + 1} {tool} {why}"
 
 
-def _shift(items: tuple[int, ...], calls: int) -> tuple[int, ...]:
-    return tuple(i + calls for i in items) if calls else items
-
-
 Places = tuple[tuple[int, Location | None], ...]
 """Where the calls a state keeps pending were read, ``(index, location)``: what a finding
 found at a merge shows. Never part of a state's equality (a part numbers its lines from 1)."""
@@ -110,9 +106,11 @@ class SeqState:
     calls: int
     counts: tuple[int, ...]
     """Per count rule: the calls to its tool (every call for a step budget)."""
-    heads: tuple[tuple[int, ...], ...]
-    """Per count rule with a ``max``, in a stretch that is not the origin: the indices of the
-    first ``max + 1`` calls to the tool (of every call, for a budget)."""
+    heads: tuple[tuple[tuple[int, int], ...], ...]
+    """Per count rule with a ``max``, in a stretch that is not the origin: ``(k, index)`` of
+    the first ``max + 1`` calls to the tool (of every call, for a budget), the k-th counted
+    from 0 in the stretch. A batch read into an origin state keeps only the one call that
+    can go past ``max``."""
     seen: tuple[bool, ...]
     """Per order rule: ``before`` was called."""
     first_after: tuple[int | None, ...]
@@ -142,7 +140,7 @@ class SeqState:
         shift = self.calls
         found: list[Violation] = []
         counts: list[int] = []
-        heads: list[tuple[int, ...]] = []
+        heads: list[tuple[tuple[int, int], ...]] = []
         _, at_later = _places((), later.places, shift, ())
         for r, (mine, theirs) in enumerate(zip(self.counts, later.counts, strict=True)):
             total = mine + theirs
@@ -152,13 +150,14 @@ class SeqState:
                 heads.append(())
                 continue
             if self.origin and mine <= high < total:  # went past max in the later stretch
-                index = later.heads[r][high - mine] + shift  # its (high - mine + 1)-th call
+                index = dict(later.heads[r])[high - mine] + shift  # its (high-mine+1)-th call
                 v = _too_many(rules[r], index, tools[r], high, budgets[r])
                 found.append(replace(v, where=at_later.get(index)))
             if self.origin:
                 heads.append(())
             else:
-                heads.append((self.heads[r] + _shift(later.heads[r], shift))[: high + 1])
+                moved = tuple((k + mine, i + shift) for k, i in later.heads[r] if k + mine <= high)
+                heads.append(self.heads[r] + moved)
         seen: list[bool] = []
         firsts: list[int | None] = []
         for r, (was, first) in enumerate(zip(self.seen, self.first_after, strict=True)):
@@ -181,7 +180,7 @@ class SeqState:
             match = match.merge(later.match)
         places: Places = ()
         if not self.origin:
-            keep = [i for head in heads for i in head]
+            keep = [i for head in heads for _, i in head]
             keep += [i for i in firsts if i is not None]
             places, _ = _places(self.places, later.places, shift, keep)
         state = SeqState(

@@ -448,9 +448,10 @@ class CustomBlock(Columns):
                 raws[i] = None
         return raws
 
-    def result_texts(self) -> list[bytes | None]:
-        """The raw JSON of every call's result (None where it is falsy)."""
-        return [None if raw is None else bytes(raw) for raw in self._results()]
+    def result_texts(self) -> list[Any]:
+        """The raw JSON of every call's result (``null`` where there is none), as decoded:
+        bytes-like objects, not copied."""
+        return list(map(_get_result, self._items))
 
     def _records(self) -> list[Any]:
         n = self.n
