@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import replace
-from itertools import accumulate, compress
+from itertools import accumulate, compress, groupby
 from typing import Any
 
 from ..calls import Batch, Finding, ToolCall
@@ -195,6 +194,7 @@ class HardRulesCheck(BaseCheck):
         keep.update(i for i in firsts if i is not None)
         places = tuple((i, location(i)) for i in sorted(keep))
         violations: list[Violation] = []
+        groups = _Groups(tools)
         if self._allow is not None and not self._allow.issuperset(tools):
             allowed = self._allow
             rule = self.rules.allow_id
@@ -204,31 +204,27 @@ class HardRulesCheck(BaseCheck):
                 if t not in allowed
             )
         if self._schemas is not None and not self._schema_tools.isdisjoint(tools):
-            violations.extend(self._schema_violations(cols))
+            violations.extend(self._schema_violations(cols, groups))
             violations.sort(key=_order_key)
         match = None
         if self._modes:
-            match = MatchState.of(len(self.gold), self._masks(cols), tools)
-        placed = tuple(replace(v, where=location(v.index)) for v in violations)
+            match = MatchState.of(len(self.gold), self._masks(cols, groups), tools)
+        placed = tuple(v.but(where=location(v.index)) for v in violations)
         return SeqState(
             False, n, tuple(counts), tuple(heads), tuple(seen), tuple(firsts),
             placed, match, places,
         )  # fmt: skip
 
-    def _schema_violations(self, cols: Any) -> list[Violation]:
+    def _schema_violations(self, cols: Any, groups: _Groups) -> list[Violation]:
         schemas = self._schemas
         assert schemas is not None
-        wanted = self._schema_tools
         tools: list[str] = cols.tools
         args = cols.args
         out: list[Violation] = []
-        groups: dict[str, list[int]] = {}
-        for i in [i for i, t in enumerate(tools) if t in wanted]:
-            groups.setdefault(tools[i], []).append(i)
         suspects: list[int] = []
-        for tool, positions in groups.items():
-            column = [{} if (a := args[i]) is None else a for i in positions]
-            if not schemas.all_valid(tool, column):
+        for tool in self._schema_tools.intersection(tools):
+            positions = groups.of(tool)
+            if not schemas.all_valid(tool, list(map(args.__getitem__, positions))):
                 suspects.extend(positions)
         suspects.sort()
         sigs = cols.sigs() if suspects else []
@@ -245,21 +241,16 @@ class HardRulesCheck(BaseCheck):
             )  # fmt: skip
         return out
 
-    def _masks(self, cols: Any) -> list[int]:
+    def _masks(self, cols: Any, groups: _Groups) -> list[int]:
         """For each call, the expected calls it matches (bit g: expected call g)."""
         tools: list[str] = cols.tools
         by_tool = self._gold_by_tool
         masks = [0] * len(tools)
-        hits = [i for i, t in enumerate(tools) if t in by_tool]
-        if not hits:
-            return masks
         args = cols.args
-        groups: dict[str, list[int]] = {}
-        for i in hits:
-            groups.setdefault(tools[i], []).append(i)
         gold = self.gold
-        for tool, positions in groups.items():
-            column = [args[i] for i in positions]
+        for tool in by_tool.keys() & set(tools):
+            positions = groups.of(tool)
+            column = list(map(args.__getitem__, positions))
             mode, per_arg = call_modes(self.rules.arguments, tool)
             for g in by_tool[tool]:
                 bit = 1 << g
@@ -307,7 +298,7 @@ class HardRulesCheck(BaseCheck):
                 )
         violations.sort(key=_order_key)
         location = cols.location
-        placed = tuple(replace(v, where=location(v.index)) for v in violations)
+        placed = tuple(v.but(where=location(v.index)) for v in violations)
         keep = sorted({i for waiting in pending for i, _ in waiting})
         places = tuple((i, location(i)) for i in keep)
         return FlowState(False, n, tuple(sources), tuple(pending), placed, places)
@@ -435,6 +426,24 @@ class HardRulesCheck(BaseCheck):
                 for mode, (passed, why) in self.verdicts.items()
             }
         return {"rule_metrics": out}
+
+
+class _Groups:
+    """The positions of each tool's calls in a batch, found once for all the rules that
+    need them: the positions sorted by tool name (a sort in C, stable), cut into runs."""
+
+    __slots__ = ("_by_tool", "_tools")
+
+    def __init__(self, tools: list[str]) -> None:
+        self._tools = tools
+        self._by_tool: dict[str, list[int]] | None = None
+
+    def of(self, tool: str) -> list[int]:
+        if self._by_tool is None:
+            name = self._tools.__getitem__
+            order = sorted(range(len(self._tools)), key=name)
+            self._by_tool = {t: list(run) for t, run in groupby(order, key=name)}
+        return self._by_tool.get(tool, [])
 
 
 def _order_key(v: Violation) -> tuple[int, str]:

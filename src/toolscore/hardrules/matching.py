@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 from ..matchers import all_strings, compare_values, lenient_str_misses
@@ -142,11 +143,9 @@ def column_match(
         return [args_match(expected, a, mode, per_arg, strict) for a in column]
     want = dict(expected)
     if mode == "exact":
-        keys = want.keys()
-        alive = [j for j, k in enumerate(map(dict.keys, column)) if k == keys]
+        alive = list(compress(range(n), map(want.keys().__eq__, map(dict.keys, column))))
     else:  # subset
-        need = frozenset(want)
-        alive = [j for j, ok in enumerate(map(need.issubset, column)) if ok]
+        alive = list(compress(range(n), map(frozenset(want).issubset, column)))
     for key, value in want.items():
         if not alive:
             break
