@@ -103,8 +103,13 @@ def _checks(
     keep_details: bool,
     part: bool = False,
 ) -> list[BaseCheck]:
+    scored, view = gold, None
+    if rules is not None and rules.arguments is not None and rules.arguments.score:
+        from .hardrules.matching import score_view
+
+        scored, view = score_view(rules.arguments, gold)
     checks: list[BaseCheck] = [
-        expected_check(gold, strict=strict, keep_details=keep_details),
+        expected_check(scored, strict=strict, keep_details=keep_details, arg_view=view),
         errors_check(),
         secrets_check(),
     ]

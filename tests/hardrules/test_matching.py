@@ -59,3 +59,41 @@ def test_a_column_gives_what_each_call_gives(
 ) -> None:
     one_by_one = [args_match(expected, a, mode, per_arg, strict) for a in column]
     assert column_match(expected, column, mode, per_arg, strict) == one_by_one
+
+
+# -- argument modes in the graded score: only when a user opts in ----------------------------
+
+GOLD = [{"tool": "search", "args": {"q": "x"}}]
+EXTRA = [{"tool": "search", "args": {"q": "x", "page": 2}}]
+
+
+def test_one_extra_argument_costs_only_without_the_opt_in() -> None:
+    from toolscore import evaluate
+
+    plain = evaluate(GOLD, EXTRA)
+    assert plain.argument_f1 == pytest.approx(2 / 3)  # 1 extra of 2: precision 0.5
+    modes_only = evaluate(GOLD, EXTRA, rules={"arguments": "subset", "match": "strict"})
+    assert modes_only.argument_f1 == plain.argument_f1 and modes_only.score == plain.score
+    assert modes_only.match_verdicts == {"strict": True}
+    opted = evaluate(GOLD, EXTRA, rules={"arguments": {"mode": "subset", "score": True}})
+    assert opted.argument_f1 == 1.0 and opted.score > plain.score
+
+
+def test_ignored_arguments_and_tools_leave_the_score_when_opted_in() -> None:
+    from toolscore import evaluate
+
+    gold = [{"tool": "search", "args": {"q": "x", "ts": 1}}, {"tool": "fetch", "args": {"u": 1}}]
+    trace = [{"tool": "search", "args": {"q": "x", "ts": 2}}, {"tool": "fetch", "args": {"u": 2}}]
+    assert evaluate(gold, trace).argument_f1 == pytest.approx(1 / 3)
+    rules = {"arguments": {"tools": {"search": {"args": {"ts": "ignore"}}, "fetch": "ignore"},
+                           "score": True}}  # fmt: skip
+    assert evaluate(gold, trace, rules=rules).argument_f1 == 1.0
+    assert evaluate(gold, trace).argument_f1 == pytest.approx(1 / 3)  # nothing kept
+
+
+def test_superset_cannot_be_opted_into_the_score() -> None:
+    from toolscore.errors import RuleFileError
+    from toolscore.hardrules import ruleset
+
+    with pytest.raises(RuleFileError, match="'superset' mode cannot change the graded score"):
+        ruleset({"arguments": {"mode": "superset", "score": True}})

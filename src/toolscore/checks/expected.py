@@ -46,7 +46,7 @@ import bisect
 import heapq
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from operator import add
 from typing import Any
@@ -839,9 +839,17 @@ class ExpectedCheck(BaseCheck):
     mergeable = True
 
     def __init__(
-        self, gold: Sequence[ToolCall], *, strict: bool = False, keep_details: bool = False
+        self,
+        gold: Sequence[ToolCall],
+        *,
+        strict: bool = False,
+        keep_details: bool = False,
+        arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
     ) -> None:
         self.gold = list(gold)
+        self._arg_view = arg_view
+        """How the argument pairing sees a tool's calls' arguments (argument modes that a
+        user opted into the score with; None: as recorded)."""
         self.strict = strict
         self.keep_details = keep_details
         names = [g.tool for g in self.gold]
@@ -925,8 +933,12 @@ class ExpectedCheck(BaseCheck):
                         at[name] = [i]
                     else:
                         found.append(i)
+            view = self._arg_view
             for name, where in at.items():
-                if not self._offer(live[name], [args[i] for i in where], where, pos):
+                targs = [args[i] for i in where]
+                if view is not None:
+                    targs = view(name, targs)
+                if not self._offer(live[name], targs, where, pos):
                     del live[name]
         self._calls = pos + cols.n
 
@@ -1336,7 +1348,11 @@ class _Stats:
 
 
 def expected_check(
-    gold: list[ToolCall], *, strict: bool = False, keep_details: bool = False
+    gold: list[ToolCall],
+    *,
+    strict: bool = False,
+    keep_details: bool = False,
+    arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
 ) -> ExpectedCheck:
     """The expected-calls check for ``gold``.
 
@@ -1345,5 +1361,7 @@ def expected_check(
         strict: compare argument types exactly (``1 != 1.0``), recursively.
         keep_details: keep every trace-only step in ``trajectory_details`` (memory then grows
             with the trace); otherwise at most :data:`MAX_TAIL_DETAILS` are kept.
+        arg_view: how the argument pairing sees a tool's column of arguments (see
+            :func:`toolscore.hardrules.matching.score_view`).
     """
-    return ExpectedCheck(gold, strict=strict, keep_details=keep_details)
+    return ExpectedCheck(gold, strict=strict, keep_details=keep_details, arg_view=arg_view)

@@ -24,11 +24,12 @@ greedy basis of the whole is the greedy basis of the two parts' bases, in order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
+from ..calls import ToolCall
 from ..matchers import all_strings, compare_values, lenient_str_misses
 from .spec import ArgMode, ArgumentModes, MatchMode
 
@@ -331,6 +332,52 @@ def verdicts(
         else:
             out[mode] = (False, first_missing()) if missing else (True, "")
     return out
+
+
+def score_view(
+    modes: ArgumentModes, gold: Sequence[ToolCall]
+) -> tuple[list[ToolCall], Callable[[str, list[Any]], list[Any]]]:
+    """What the graded argument F1 compares when a user opted argument modes into the score
+    (``"score": true``): the gold calls without what is ignored (a tool whose mode is
+    ``ignore`` has its arguments unchecked, like a gold call without ``args``; an argument
+    whose mode is ``ignore`` is left out), and a view of a tool's calls' arguments without
+    what does not cost: the ignored arguments, and under ``subset`` every argument that no
+    expected call of the tool has (extra actual arguments do not lower the precision)."""
+    out: list[ToolCall] = []
+    keys: dict[str, set[str]] = {}
+    for call in gold:
+        mode, per_arg = call_modes(modes, call.tool)
+        args = call.args
+        if mode == "ignore":
+            args = None
+        elif isinstance(args, Mapping) and per_arg:
+            args = {k: v for k, v in args.items() if per_arg.get(k) != "ignore"}
+        if isinstance(args, Mapping):
+            keys.setdefault(call.tool, set()).update(args)
+        out.append(replace(call, args=args))
+    plans: dict[str, tuple[frozenset[str] | None, frozenset[str]]] = {}
+
+    def view(tool: str, column: list[Any]) -> list[Any]:
+        plan = plans.get(tool)
+        if plan is None:
+            mode, per_arg = call_modes(modes, tool)
+            drop = frozenset(k for k, m in per_arg.items() if m == "ignore")
+            keep = frozenset(keys.get(tool, set()) - drop) if mode == "subset" else None
+            plan = plans[tool] = (keep, drop)
+        keep, drop = plan
+        if keep is not None:
+            return [
+                {k: v for k, v in a.items() if k in keep} if isinstance(a, dict) else a
+                for a in column
+            ]
+        if drop:
+            return [
+                {k: v for k, v in a.items() if k not in drop} if isinstance(a, dict) else a
+                for a in column
+            ]
+        return column
+
+    return out, view
 
 
 def call_modes(modes: ArgumentModes | None, tool: str) -> tuple[ArgMode, Mapping[str, ArgMode]]:

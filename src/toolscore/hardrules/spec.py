@@ -121,7 +121,10 @@ class ArgumentModes:
     ``superset`` compare a dict's keys or a list's items one way only.
 
     ``score``: the modes also change the graded argument F1 (opt-in; off by default, so
-    existing scores stay as they were)."""
+    existing scores stay as they were): ``ignore`` leaves arguments out, ``subset`` does not
+    count actual arguments that no expected call of the tool has. ``superset`` decides the
+    match modes only (the score's pairing counts matched arguments per expected call).
+    Per-argument ``subset``/``superset`` modes decide the match modes only."""
 
     mode: ArgMode = "exact"
     tools: Mapping[str, ArgMode] = field(default_factory=dict)
@@ -399,6 +402,12 @@ def _arguments(value: Any, path: str) -> ArgumentModes:
         arg_modes[tool] = {
             str(k): _arg_mode(v, f"{where} argument {k!r}", path) for k, v in per_arg.items()
         }
+    if score and "superset" in (mode, *tool_modes.values()):
+        raise RuleFileError(
+            path,
+            "arguments: a 'superset' mode cannot change the graded score (it decides the "
+            "match modes only); drop 'score' or the 'superset' mode",
+        )
     return ArgumentModes(mode, tool_modes, arg_modes, score)
 
 
