@@ -36,26 +36,17 @@ def _check_range(min_score: float) -> None:
         raise ValueError(f"min_score must be between 0.0 and 1.0, got {min_score}")
 
 
-def _failure_text(result: EvaluationResult, min_score: float) -> str:
-    from .sanitize import visible
+def _failure_text(result: EvaluationResult, min_score: float, strict: bool = False) -> str:
+    from .failures import render_failure
 
-    lines = ["Expected vs actual tool calls:"]
-    gold = result.gold_calls
-    trace = result.trace_calls or []
-    for i in range(max(len(gold), len(trace))):
-        exp = gold[i].tool if i < len(gold) else "— EXTRA —"
-        act = trace[i].tool if i < len(trace) else "— MISSING —"
-        mark = "✓" if exp == act else "≠"
-        exp, act = visible(exp), visible(act)  # one line each, no control codes
-        lines.append(f"  {i + 1:>3}  {exp:<30} {act:<30} {mark}")
-    lines.append(
-        f"score {result.score:.2f} < {min_score:.2f} required  ·  "
-        f"selection {result.selection_accuracy:.2f}  ·  args {result.argument_f1:.2f}  ·  "
-        f"sequence {result.sequence_accuracy:.2f}"
+    return render_failure(
+        result.gold_calls,
+        result.trace_calls or [],
+        score=result.score,
+        min_score=min_score,
+        metrics=(result.selection_accuracy, result.argument_f1, result.sequence_accuracy),
+        strict=strict,
     )
-    from .redact import redact_secrets
-
-    return redact_secrets("\n".join(lines))
 
 
 def _check_rules(result: EvaluationResult) -> EvaluationResult:
@@ -66,9 +57,11 @@ def _check_rules(result: EvaluationResult) -> EvaluationResult:
     return result
 
 
-def _check_min_score(result: EvaluationResult, min_score: float) -> EvaluationResult:
+def _check_min_score(
+    result: EvaluationResult, min_score: float, strict: bool = False
+) -> EvaluationResult:
     if result.score < max(0.0, min_score - _EPSILON):
-        raise ToolScoreAssertionError(_failure_text(result, min_score))
+        raise ToolScoreAssertionError(_failure_text(result, min_score, strict))
     return result
 
 
@@ -81,7 +74,7 @@ def assert_tools(
 ) -> EvaluationResult:
     """Evaluate and raise :class:`ToolScoreAssertionError` when the score is below ``min_score``."""
     _check_range(min_score)
-    return _check_min_score(evaluate(expected, actual, weights, strict), min_score)
+    return _check_min_score(evaluate(expected, actual, weights, strict), min_score, strict)
 
 
 def test_agent(
@@ -98,7 +91,7 @@ def test_agent(
     if inspect.iscoroutinefunction(agent):
         raise TypeError("agent is async — use `await toolscore.test_agent_async(...)` instead.")
     result = evaluate(expected, agent(input), weights, strict)
-    return result if min_score is None else _check_min_score(result, min_score)
+    return result if min_score is None else _check_min_score(result, min_score, strict)
 
 
 async def test_agent_async(
@@ -116,7 +109,7 @@ async def test_agent_async(
     if inspect.isawaitable(response):
         response = await response
     result = evaluate(expected, response, weights, strict)
-    return result if min_score is None else _check_min_score(result, min_score)
+    return result if min_score is None else _check_min_score(result, min_score, strict)
 
 
 test_agent.__test__ = False  # type: ignore[attr-defined]
@@ -300,18 +293,23 @@ class Expectation:
                 offending = "; ".join(f"{v['tool']}({v['args'] or {}})" for v in hits)
                 from .redact import redact_secrets
 
+                first = hits[0]
+                rule = self._forbidden[first["rule"]]
                 raise ToolScoreAssertionError(
                     redact_secrets(
                         f"Forbidden tool(s) were called: {names}\n"
                         f"Forbidden calls: {offending}\n"
-                        f"Actual calls: {[c.tool for c in calls]}"
+                        f"Actual calls: {[c.tool for c in calls]}\n"
+                        f"Fix: call {first['index'] + 1} `{first['tool']}` matches "
+                        f"does_not_call({_rule_text(rule)}): change the prompt or the "
+                        "agent's tools so it does not make this call."
                     )
                 )
         rules = ruleset(self._rules) if self._rules else None
         if not self._calls:
             return _check_rules(evaluate([], actual, strict=self._strict, rules=rules))
         result = evaluate(self._calls, actual, self._weights, self._strict, rules=rules)
-        return _check_min_score(_check_rules(result), self._min_score)
+        return _check_min_score(_check_rules(result), self._min_score, self._strict)
 
     def run(self) -> EvaluationResult:
         """Run the subject (sync), then check forbidden calls and the minimum score.
@@ -335,6 +333,15 @@ class Expectation:
         if inspect.isawaitable(response):
             response = await response
         return self._finish(response)
+
+
+def _rule_text(rule: Mapping[str, Any]) -> str:
+    from .failures import call_text
+
+    text = call_text(rule["tool"], rule.get("args") or {})
+    return repr(rule["tool"]) + (
+        ", " + text[len(rule["tool"]) + 1 : -1] if rule.get("args") else ""
+    )
 
 
 def expect(subject: Any) -> Expectation:
