@@ -28,7 +28,14 @@ _EPSILON = 1e-9
 
 
 class ToolScoreAssertionError(AssertionError):
-    """Raised when an expectation fails: a forbidden call, or a score below the minimum."""
+    """Raised when an expectation fails: a forbidden call, or a score below the minimum.
+
+    ``result`` is the evaluation that failed, when there is one (a score below the minimum).
+    """
+
+    def __init__(self, *args: object, result: EvaluationResult | None = None) -> None:
+        super().__init__(*args)
+        self.result = result
 
 
 def _check_range(min_score: float) -> None:
@@ -60,8 +67,9 @@ def _check_rules(result: EvaluationResult) -> EvaluationResult:
 def _check_min_score(
     result: EvaluationResult, min_score: float, strict: bool = False
 ) -> EvaluationResult:
+    __tracebackhide__ = True
     if result.score < max(0.0, min_score - _EPSILON):
-        raise ToolScoreAssertionError(_failure_text(result, min_score, strict))
+        raise ToolScoreAssertionError(_failure_text(result, min_score, strict), result=result)
     return result
 
 

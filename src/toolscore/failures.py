@@ -185,6 +185,8 @@ def render_failure(
     metrics: tuple[float, float, float] | None = None,
     strict: bool = False,
     header: str | None = None,
+    fix: str | None = None,
+    extra: Sequence[str] = (),
 ) -> str:
     """The failure text for expected and actual calls (``ToolCall``-like objects with
     ``tool`` and ``args``).
@@ -196,6 +198,8 @@ def render_failure(
         metrics: ``(selection, argument F1, sequence)`` for the summary line.
         strict: compare argument types exactly, as the score did.
         header: replaces the first line.
+        fix: replaces the computed fix (the last line).
+        extra: lines shown before the fix (forbidden calls...).
     """
     rows = [row_for(e, a, strict) for e, a in align(expected, actual)]
     if header is None:
@@ -226,7 +230,9 @@ def render_failure(
             sel, args, seq = metrics
             summary += f" · selection {sel:.2f} · args {args:.2f} · sequence {seq:.2f}"
         lines.append(summary)
-    fix = _fix(rows)
+    lines.extend(extra)
+    if fix is None:
+        fix = _fix(rows)
     if fix is not None:
         lines.append(f"Fix: {fix}")
     elif score is not None and min_score is not None:

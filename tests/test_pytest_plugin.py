@@ -1,0 +1,203 @@
+"""The pytest plugin, run for real: pytest in a subprocess on the sample project and on small
+generated projects, with and without pytest-xdist."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _cli import REPO, cli_env
+from _secrets import assert_no_secrets
+
+SAMPLE = REPO / "examples" / "pytest_plugin"
+
+
+def run_pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = cli_env()
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=300,
+        check=False,
+    )
+
+
+def _report(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _check_sample_report(report: Path) -> None:
+    data = _report(report)
+    entries = {e["test"].split("::")[-1]: e for e in data["evaluations"]}
+    assert set(entries) == {
+        "test_weather_lookup",
+        "test_async_agent",
+        "test_boston_weather",
+        "test_cleanup_is_safe",
+    }
+    assert data["summary"]["evaluations"] == 4
+    assert data["summary"]["failed"] == 2 and data["summary"]["passed"] == 2
+    assert entries["test_weather_lookup"]["passed"] is True
+    assert entries["test_async_agent"]["passed"] is True
+    boston = entries["test_boston_weather"]
+    assert boston["passed"] is False and boston["what"] == "expect"
+    assert "city: expected 'BOS', got 'NYC'" in boston["failure"]
+    cleanup = entries["test_cleanup_is_safe"]
+    assert {f["kind"] for f in cleanup["findings"]} == {
+        "policy/forbidden_call",
+        "secrets/aws_access_key_id",
+    }
+    text = report.read_text(encoding="utf-8")
+    markdown = report.with_suffix(".md").read_text(encoding="utf-8")
+    assert "| test_weather.py::test_boston_weather | expect | 0.850 | B | ❌ fail | 0 |" in markdown
+    assert "## Failures" in markdown and "FORBIDDEN call 2 run_shell" in markdown
+    for out in (text, markdown):
+        assert_no_secrets(out)
+
+
+def test_sample_project_report_and_readable_failures(tmp_path: Path) -> None:
+    report = tmp_path / "out" / "report.json"
+    proc = run_pytest(SAMPLE, f"--toolscore-report={report}")
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "2 failed, 2 passed" in out
+    assert_no_secrets(out + proc.stderr)
+    # readable failures: call by call, argument by argument, only matches marked, then the fix
+    assert "  ✓   1  search(q=Regex('weather .*'))  search(q='weather NYC')" in out
+    assert "  ✗   2  fetch(city='BOS')              fetch(city='NYC', units='metric')" in out
+    assert "city: expected 'BOS', got 'NYC'" in out
+    assert "Fix: `fetch` was called with other arguments" in out
+    assert "FORBIDDEN call 2 run_shell matches forbidden rule 1: destructive shell command" in out
+    assert "Fix: call 2 `run_shell` matches forbidden rule 1" in out
+    # the plugin's own frames are hidden from the traceback
+    assert "pytest_plugin.py" not in out
+    assert f"toolscore: 4 evaluation(s), 2 failed; report: {report}" in out
+    _check_sample_report(report)
+
+
+def test_sample_project_under_xdist_merges_the_workers_reports(tmp_path: Path) -> None:
+    pytest.importorskip("xdist")
+    report = tmp_path / "report.md"  # a .md path: Markdown there, JSON next to it
+    proc = run_pytest(SAMPLE, "-n", "2", f"--toolscore-report={report}")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "2 failed, 2 passed" in proc.stdout
+    assert "created: 2/2 workers" in proc.stdout
+    _check_sample_report(report.with_suffix(".json"))
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+def test_marker_ini_defaults_and_toolscore_fixtures(tmp_path: Path) -> None:
+    project = _project(
+        tmp_path,
+        {
+            "pytest.ini": """
+                [pytest]
+                toolscore_weights =
+                    required_call_recall=0.5
+                toolscore_min_score = 0.5
+            """,
+            "rules.json": '[{"tool": "drop_table"}]',
+            "tests/gold_standards/gold.json": '[{"tool": "search", "args": {"q": "x"}}]',
+            "tests/traces/trace.jsonl": '{"tool": "search", "args": {"q": "x"}}\n',
+            "tests/test_defaults.py": """
+                import pytest
+
+                def test_ini_weights_and_min_score(toolscore):
+                    assert toolscore.weights == {"required_call_recall": 0.5}
+                    assert toolscore.forbidden is None
+                    result = toolscore.assert_tools(
+                        [{"tool": "a"}, {"tool": "b"}], [{"tool": "a"}, {"tool": "c"}]
+                    )
+                    assert result.weights["required_call_recall"] == pytest.approx(0.5 / 1.5)
+
+                @pytest.mark.toolscore(forbidden="../rules.json", min_score=0.0)
+                def test_marker_forbidden(toolscore):
+                    toolscore.assert_tools([{"tool": "search"}], [{"tool": "drop_table"}])
+
+                def test_toolscore_eval_dirs(toolscore_eval, toolscore_assert, toolscore):
+                    result = toolscore_eval("gold.json", "trace.jsonl")
+                    assert result.score == pytest.approx(1.0)
+                    toolscore_assert.assert_all_metrics_above(result, 0.99)
+                    toolscore_assert.assert_redundancy_below(result, 0.0)
+                    bad = toolscore.evaluate(
+                        [{"tool": "a", "args": {"x": 1}}], [{"tool": "a", "args": {"x": 2}}]
+                    )
+                    with pytest.raises(AssertionError, match="argument_f1 0.0000 is below"):
+                        toolscore_assert.assert_argument_f1(bad)
+
+                def test_assert_tools_fixture(toolscore_assert_tools):
+                    toolscore_assert_tools([{"tool": "a"}], [{"tool": "a"}], 1.0)
+
+                @pytest.mark.anyio
+                async def test_async(toolscore, tmp_path):
+                    trace = tmp_path / "t.jsonl"
+                    trace.write_text('{"tool": "search", "args": {"q": "x"}}\\n')
+                    result = await toolscore.evaluate_stream([{"tool": "search"}], str(trace))
+                    assert result.trace_calls_count == 1
+                    async def agent(prompt):
+                        return [{"tool": "search", "args": {"q": prompt}}]
+                    await toolscore.assert_agent_async(
+                        agent, "x", [{"tool": "search", "args": {"q": "x"}}]
+                    )
+                    await toolscore.expect(agent).on("x").calls("search", q="x").run_async()
+
+                @pytest.fixture
+                def anyio_backend():
+                    return "asyncio"
+            """,
+        },
+    )
+    report = tmp_path / "report.json"
+    proc = run_pytest(project, f"--toolscore-report={report}", "-rA")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 failed, 4 passed" in proc.stdout, proc.stdout
+    assert "FAILED tests/test_defaults.py::test_marker_forbidden" in proc.stdout
+    assert "1 forbidden call made" in proc.stdout
+    assert "FORBIDDEN call 1 drop_table matches forbidden rule 1" in proc.stdout
+    entries = _report(report)["evaluations"]
+    whats = [(e["test"].split("::")[-1], e["what"], e["passed"]) for e in entries]
+    assert ("test_marker_forbidden", "assert_tools", False) in whats
+    assert ("test_ini_weights_and_min_score", "assert_tools", True) in whats
+    assert ("test_toolscore_eval_dirs", "evaluate_trace tests/traces/trace.jsonl", None) in [
+        (t, w.replace(str(tmp_path) + "/", ""), p) for t, w, p in whats
+    ]
+    assert ("test_async", "expect", True) in whats
+    assert len(entries) == 8
+
+
+def test_bad_marker_is_a_usage_error(tmp_path: Path) -> None:
+    project = _project(
+        tmp_path,
+        {
+            "test_bad.py": """
+                import pytest
+
+                @pytest.mark.toolscore(min_scor=0.5)
+                def test_typo(toolscore):
+                    pass
+            """
+        },
+    )
+    proc = run_pytest(project)
+    assert proc.returncode != 0
+    assert "takes weights=, forbidden= and min_score= only" in proc.stdout + proc.stderr
