@@ -2,32 +2,38 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
+from junitparser import JUnitXml
 
 from _cli import EXAMPLE, REPO, cli_env
-from _secrets import assert_no_secrets
+from _secrets import assert_no_secrets, planted_text
 
 SCRIPT = REPO / ".github" / "action" / "run.sh"
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
 
-def run_action(tmp_path: Path, **inputs: str) -> tuple[int, dict[str, str], str]:
-    """Run run.sh in examples/guardrails with a `toolscore` (and `python`) on PATH."""
+def run_action(
+    tmp_path: Path, cwd: Path = EXAMPLE, **inputs: str
+) -> tuple[int, dict[str, str], str]:
+    """Run run.sh (in examples/guardrails by default) with a `toolscore` (and `python`) on
+    PATH, every input set as action.yml sets it (empty when not given)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     shim = bin_dir / "toolscore"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m toolscore "$@"\n', encoding="utf-8")
     shim.chmod(0o755)
-    python = bin_dir / "python"
-    if not python.exists():
-        python.symlink_to(sys.executable)
+    python = bin_dir / "python"  # a script, not a symlink: a symlink would lose the venv
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    python.chmod(0o755)
     output, summary = tmp_path / "output.txt", tmp_path / "summary.md"
     runner_temp = tmp_path / "runner"
     runner_temp.mkdir(exist_ok=True)
@@ -44,11 +50,18 @@ def run_action(tmp_path: Path, **inputs: str) -> tuple[int, dict[str, str], str]
         INPUT_FAIL_ON_VIOLATIONS="false",
         INPUT_WEIGHTS="",
         INPUT_FAIL_UNDER="",
+        INPUT_TRACES="",
+        INPUT_GOLD_DIR="",
+        INPUT_BASELINE="",
+        INPUT_BASELINE_TOLERANCE="0",
+        INPUT_SAVE_BASELINE="",
+        INPUT_SARIF_FILE="",
+        INPUT_JUNIT_FILE="",
     )
     env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
     proc = subprocess.run(
         ["bash", str(SCRIPT)],
-        cwd=EXAMPLE,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -103,3 +116,122 @@ def test_input_error_exits_2_without_outputs(tmp_path: Path) -> None:
     assert code == 2
     assert outputs == {}
     assert summary == ""
+
+
+# -- CI outputs and many traces ------------------------------------------------------------------
+
+SCHEMA = json.loads(
+    (Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8")
+)
+
+
+def test_single_trace_with_sarif_junit_and_baseline(tmp_path: Path) -> None:
+    sarif, junit, base = tmp_path / "out.sarif", tmp_path / "junit.xml", tmp_path / "base.json"
+    code, _, _ = run_action(
+        tmp_path,
+        forbidden_file="forbidden.json",
+        sarif_file=str(sarif),
+        junit_file=str(junit),
+        save_baseline=str(base),
+    )
+    assert code == 0
+    log = json.loads(sarif.read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {
+        "policy/forbidden_call",
+        "secrets/aws_access_key_id",
+    }
+    assert [c.name for s in JUnitXml.fromfile(str(junit)) for c in s] == ["trace.json"]
+    assert_no_secrets(sarif.read_text(encoding="utf-8") + junit.read_text(encoding="utf-8"))
+    code, _, _ = run_action(tmp_path, forbidden_file="forbidden.json", baseline=str(base))
+    assert code == 0
+    code, _, _ = run_action(tmp_path, baseline=str(base))  # no rules: fewer findings, same score
+    assert code == 0
+
+
+def _dataset(root: Path) -> tuple[Path, Path]:
+    traces, golds = root / "traces", root / "gold"
+    (traces / "team").mkdir(parents=True)
+    golds.mkdir()
+    good = [{"tool": "search", "args": {"q": "x"}}, {"tool": "fetch", "args": {"u": 1}}]
+    (golds / "a.json").write_text(json.dumps(good), encoding="utf-8")
+    (golds / "b.json").write_text(json.dumps(good[:1]), encoding="utf-8")
+    lines = {
+        "a.jsonl": good,
+        "b.jsonl": [good[0], {"tool": "run_shell", "args": {"cmd": "rm -rf /"}}],
+        "team/c.jsonl": [
+            good[0],
+            {"tool": "post", "args": {"body": planted_text()}, "error": "boom"},
+        ],
+    }
+    for name, calls in lines.items():
+        (traces / name).write_text("".join(json.dumps(c) + "\n" for c in calls), encoding="utf-8")
+    (root / "rules.json").write_text('[{"tool": "run_shell"}]', encoding="utf-8")
+    (root / "fallback.json").write_text(json.dumps(good), encoding="utf-8")
+    return traces, golds
+
+
+def test_traces_directory_with_per_trace_gold(tmp_path: Path) -> None:
+    traces, _ = _dataset(tmp_path)
+    sarif, junit, base = tmp_path / "o.sarif", tmp_path / "j.xml", tmp_path / "base.json"
+    inputs = {
+        "traces": "traces",
+        "gold_dir": "gold",
+        "gold_file": "fallback.json",
+        "forbidden_file": "rules.json",
+        "sarif_file": str(sarif),
+        "junit_file": str(junit),
+    }
+    code, outputs, summary = run_action(tmp_path, cwd=tmp_path, save_baseline=str(base), **inputs)
+    assert code == 0, summary
+    assert outputs["traces"] == "3"
+    assert int(outputs["violations"]) >= 2
+    assert outputs["grade"] in "ABCDF" and 0 < float(outputs["score"]) < 1
+    assert "## Toolscore: 3 traces" in summary
+    assert "| policy/forbidden_call | 1 | b.jsonl |" in summary
+    assert "| errors/failed_call | 1 | team/c.jsonl |" in summary
+    assert "### Lowest scores" in summary
+    assert_no_secrets(summary + sarif.read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SCHEMA).validate(json.loads(sarif.read_text(encoding="utf-8")))
+    xml = JUnitXml.fromfile(str(junit))
+    cases = {c.name: c for s in xml for c in s}
+    assert set(cases) == {"a.jsonl", "b.jsonl", "team/c.jsonl"}
+    assert cases["a.jsonl"].is_passed and not cases["b.jsonl"].is_passed
+    assert set(json.loads(base.read_text(encoding="utf-8"))["traces"]) == set(cases)
+
+    # unchanged: passes the baseline; a planted regression in one trace: fails it
+    code, outputs, summary = run_action(tmp_path, cwd=tmp_path, baseline=str(base), **inputs)
+    assert code == 0 and outputs["regressions"] == "0"
+    assert "**PASS no regression against the baseline" in summary
+    (traces / "a.jsonl").write_text(json.dumps({"tool": "search", "args": {"q": "x"}}) + "\n")
+    code, outputs, summary = run_action(tmp_path, cwd=tmp_path, baseline=str(base), **inputs)
+    assert code == 1
+    assert int(outputs["regressions"]) >= 2
+    assert "a.jsonl: required calls completed 1 of 2 (baseline 2 of 2)" in summary
+    assert "- **baseline**: FAIL" in summary
+    assert [c.name for s in JUnitXml.fromfile(str(junit)) for c in s if not c.is_passed] == [
+        "b.jsonl", "team/c.jsonl", "baseline"
+    ]  # fmt: skip
+
+
+def test_traces_glob_and_missing_gold(tmp_path: Path) -> None:
+    _dataset(tmp_path)
+    code, outputs, summary = run_action(
+        tmp_path,
+        cwd=tmp_path,
+        traces="traces/**/*.jsonl",
+        gold_dir="gold",
+        gold_file="",
+        fail_under="0.99",
+    )
+    assert code == 2  # team/c.jsonl has no gold: reported, the others evaluated
+    assert outputs["traces"] == "2"
+    assert "### Input problems" in summary
+    assert "traces/team/c.jsonl: no gold file (looked for c.json)" in summary
+    assert "- **fail-under 0.99**:" in summary
+    code, _, _ = run_action(tmp_path, cwd=tmp_path, traces="traces", gold_file="")
+    assert code == 2  # neither gold-file nor gold-dir
+    fresh = tmp_path / "fresh"  # its own GITHUB_OUTPUT file
+    fresh.mkdir()
+    code, outputs, _ = run_action(fresh, cwd=tmp_path, traces="traces", gold_file="nope.json")
+    assert code == 2 and outputs == {}  # a missing gold file: nothing evaluated

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GitHub Action's step: run `toolscore eval`, publish the (redacted) Markdown report to
-# the job summary, write the step outputs, and exit with toolscore's status.
+# The GitHub Action's step: run `toolscore eval` (one trace) or `python -m toolscore.action`
+# (a directory or glob of traces), publish the (redacted) report to the job summary, write the
+# step outputs, and exit with toolscore's status.
 #
 # Inputs come as INPUT_* environment variables (see action.yml), never interpolated into
 # the script, so file names and weights cannot inject shell code.
@@ -8,8 +9,49 @@ set -uo pipefail
 
 gold="${INPUT_GOLD_FILE:-}"
 trace="${INPUT_TRACE_FILE:-}"
+traces="${INPUT_TRACES:-}"
+python="$(command -v python || command -v python3)"
+
+weights=()
+if [[ -n "${INPUT_WEIGHTS:-}" ]]; then
+  while IFS= read -r item; do
+    item="$(printf '%s' "$item" | tr -d '[:space:]')"
+    if [[ -n "$item" ]]; then
+      weights+=(--weight "$item")
+    fi
+  done < <(printf '%s\n' "$INPUT_WEIGHTS" | tr ',' '\n')
+fi
+fail_on_violations=()
+case "$(printf '%s' "${INPUT_FAIL_ON_VIOLATIONS:-false}" | tr '[:upper:]' '[:lower:]')" in
+  true | yes | 1) fail_on_violations=(--fail-on-violations) ;;
+esac
+# the options both commands take
+common=()
+[[ -n "${INPUT_FORBIDDEN_FILE:-}" ]] && common+=(--forbidden "$INPUT_FORBIDDEN_FILE")
+[[ -n "${INPUT_FAIL_UNDER:-}" ]] && common+=(--fail-under "$INPUT_FAIL_UNDER")
+[[ -n "${INPUT_BASELINE:-}" ]] && common+=(--baseline "$INPUT_BASELINE" \
+  --baseline-tolerance "${INPUT_BASELINE_TOLERANCE:-0}")
+[[ -n "${INPUT_SAVE_BASELINE:-}" ]] && common+=(--save-baseline "$INPUT_SAVE_BASELINE")
+[[ -n "${INPUT_JUNIT_FILE:-}" ]] && common+=(--junit "$INPUT_JUNIT_FILE")
+[[ -n "${INPUT_SARIF_FILE:-}" ]] && common+=(--sarif "$INPUT_SARIF_FILE")
+
+if [[ -n "$traces" ]]; then
+  if [[ -z "$gold" && -z "${INPUT_GOLD_DIR:-}" ]]; then
+    echo "toolscore action: traces needs gold-file or gold-dir" >&2
+    exit 2
+  fi
+  args=(--traces "$traces" --format "${INPUT_FORMAT:-auto}")
+  [[ -n "$gold" ]] && args+=(--gold-file "$gold")
+  [[ -n "${INPUT_GOLD_DIR:-}" ]] && args+=(--gold-dir "$INPUT_GOLD_DIR")
+  [[ -n "${GITHUB_STEP_SUMMARY:-}" ]] && args+=(--summary "$GITHUB_STEP_SUMMARY")
+  [[ -n "${GITHUB_OUTPUT:-}" ]] && args+=(--outputs "$GITHUB_OUTPUT")
+  "$python" -m toolscore.action "${args[@]}" "${common[@]}" "${weights[@]}" \
+    "${fail_on_violations[@]}"
+  exit $?
+fi
+
 if [[ -z "$gold" || -z "$trace" ]]; then
-  echo "toolscore action: gold-file and trace-file are required" >&2
+  echo "toolscore action: gold-file and trace-file (or traces) are required" >&2
   exit 2
 fi
 
@@ -19,25 +61,7 @@ md="$tmp/toolscore.md"
 rm -f "$json" "$md"
 
 args=(eval "$gold" "$trace" --format "${INPUT_FORMAT:-auto}" -o "$json" --markdown "$md")
-if [[ -n "${INPUT_FORBIDDEN_FILE:-}" ]]; then
-  args+=(--forbidden "$INPUT_FORBIDDEN_FILE")
-fi
-case "$(printf '%s' "${INPUT_FAIL_ON_VIOLATIONS:-false}" | tr '[:upper:]' '[:lower:]')" in
-  true | yes | 1) args+=(--fail-on-violations) ;;
-esac
-if [[ -n "${INPUT_WEIGHTS:-}" ]]; then
-  while IFS= read -r item; do
-    item="$(printf '%s' "$item" | tr -d '[:space:]')"
-    if [[ -n "$item" ]]; then
-      args+=(--weight "$item")
-    fi
-  done < <(printf '%s\n' "$INPUT_WEIGHTS" | tr ',' '\n')
-fi
-if [[ -n "${INPUT_FAIL_UNDER:-}" ]]; then
-  args+=(--fail-under "$INPUT_FAIL_UNDER")
-fi
-
-toolscore "${args[@]}"
+toolscore "${args[@]}" "${common[@]}" "${weights[@]}" "${fail_on_violations[@]}"
 status=$?
 
 if [[ -f "$md" && -n "${GITHUB_STEP_SUMMARY:-}" ]]; then
@@ -45,7 +69,6 @@ if [[ -f "$md" && -n "${GITHUB_STEP_SUMMARY:-}" ]]; then
 fi
 
 if [[ -f "$json" && -n "${GITHUB_OUTPUT:-}" ]]; then
-  python="$(command -v python || command -v python3)"
   "$python" - "$json" >> "$GITHUB_OUTPUT" <<'PY'
 import json
 import sys
