@@ -354,3 +354,23 @@ def test_sarif_dataset_validates_with_documents_and_broken_traces(tmp_path: Path
     assert [r["partialFingerprints"] for r in again["runs"][0]["results"]] == [
         r["partialFingerprints"] for r in results
     ]
+
+
+def test_outputs_are_written_like_every_report(tmp_path: Path) -> None:
+    """Through a symbolic link (it stays a link) and into a stream (/dev/stdout)."""
+    gold = _write(tmp_path / "gold.json", GOLD)
+    trace = _jsonl(tmp_path / "trace.jsonl", _leaky_calls())
+    target = tmp_path / "real.sarif"
+    link = tmp_path / "link.sarif"
+    link.symlink_to(target)
+    proc = run_cli(
+        "eval", str(gold), str(trace), "-o", str(tmp_path / "r.json"),
+        "--sarif", str(link), "--junit", "/dev/stdout",
+        "--save-baseline", str(tmp_path / "b.json"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert link.is_symlink()
+    _validate_sarif(target)
+    assert '<testsuites name="toolscore"' in proc.stdout
+    assert_no_secrets(proc.stdout)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".toolscore-")]

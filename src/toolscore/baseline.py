@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -240,26 +239,15 @@ def dumps_baseline(summaries: Mapping[str, TraceSummary]) -> str:
 
 
 def write_baseline(path: str | os.PathLike[str], summaries: Mapping[str, TraceSummary]) -> None:
-    """Write the baseline of ``trace_id -> summary`` to ``path`` (atomically: a reader never
-    sees half a file).
+    """Write the baseline of ``trace_id -> summary`` to ``path``, as every report is written
+    (:func:`toolscore.outputs.write_report`: atomically, through a device or FIFO).
 
     Raises:
-        OSError: the file cannot be written.
+        OSError: the file cannot be written (naming ``path``).
     """
-    target = os.fspath(path)
-    text = dumps_baseline(summaries)
-    directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".baseline-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from .outputs import write_report
+
+    write_report(path, dumps_baseline(summaries).encode("utf-8"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,10 @@ traces keeps one small record per trace in memory at a time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -202,8 +204,16 @@ class JunitWriter:
         tests = self.traces + len(self._gates)
         failures = self.trace_failures + gate_failures
         name = f"{self.suite}.traces"
-        directory = os.path.dirname(os.path.abspath(self.path))
-        fd, tmp = tempfile.mkstemp(prefix=".junit-", suffix=".tmp", dir=directory)
+        from ..outputs import OutputTarget, file_mode, open_stream, resolve_output, user_os_error
+
+        try:
+            target: OutputTarget = resolve_output(self.path)
+            fd, tmp = tempfile.mkstemp(
+                prefix=".toolscore-", suffix=".part", dir=target.temp_directory
+            )
+        except OSError as exc:
+            self._spool.close()
+            raise user_os_error(exc, self.path) from None
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
@@ -224,12 +234,20 @@ class JunitWriter:
                 if self._gates:
                     f.write("\n".join(self._gate_suite()) + "\n")
                 f.write("</testsuites>\n")
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
+            if target.stream:
+                with open(tmp, "rb") as src, open_stream(self.path) as out:
+                    shutil.copyfileobj(src, out)
                 os.unlink(tmp)
-            except OSError:
-                pass
+            else:
+                os.chmod(tmp, file_mode())
+                os.replace(tmp, target.real)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise user_os_error(exc, self.path) from None
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             raise
         finally:
             self._spool.close()

@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import PurePath
@@ -150,8 +151,15 @@ class SarifWriter:
             except metadata.PackageNotFoundError:  # pragma: no cover - source tree
                 tool_version = "0.0.0"
         self.tool_version = tool_version
-        directory = os.path.dirname(os.path.abspath(self.path))
-        fd, self._tmp = tempfile.mkstemp(prefix=".sarif-", suffix=".tmp", dir=directory)
+        from ..outputs import resolve_output, user_os_error
+
+        try:
+            self._target = resolve_output(self.path)
+            fd, self._tmp = tempfile.mkstemp(
+                prefix=".toolscore-", suffix=".part", dir=self._target.temp_directory
+            )
+        except OSError as exc:
+            raise user_os_error(exc, self.path) from None
         self._file: IO[str] = os.fdopen(fd, "w", encoding="utf-8")
         self._file.write(
             "{"
@@ -247,7 +255,10 @@ class SarifWriter:
             )
 
     def close(self) -> None:
-        """Finish the log (the rule table and the tool) and move it into place."""
+        """Finish the log (the rule table and the tool) and move it into place (or copy it
+        into a device or FIFO), as :func:`toolscore.outputs.write_report` does."""
+        from ..outputs import file_mode, open_stream, user_os_error
+
         tool = {
             "driver": {
                 "name": "toolscore",
@@ -262,7 +273,16 @@ class SarifWriter:
                 '"columnKind": "unicodeCodePoints"}]}\n'
             )
             self._file.close()
-            os.replace(self._tmp, self.path)
+            if self._target.stream:
+                with open(self._tmp, "rb") as src, open_stream(self.path) as out:
+                    shutil.copyfileobj(src, out)
+                os.unlink(self._tmp)
+            else:
+                os.chmod(self._tmp, file_mode())
+                os.replace(self._tmp, self._target.real)
+        except OSError as exc:
+            self.abort()
+            raise user_os_error(exc, self.path) from None
         except BaseException:
             self.abort()
             raise
