@@ -25,6 +25,7 @@ import typer
 import typer.main
 
 from ._exitcodes import EXIT_ERROR, Outcome, exit_code
+from .dataset import cli as dataset_cli
 from .limits import DEFAULT_MAX_VALUE_BYTES, ensure_recursion_limit, set_max_value_bytes
 
 if TYPE_CHECKING:
@@ -580,8 +581,24 @@ def eval_command(
             help="The largest JSON line, array item or string read whole (default 64 MiB).",
         ),
     ] = DEFAULT_MAX_VALUE_BYTES,
+    # datasets (toolscore.dataset): many traces, each against its own gold
+    trace_key: dataset_cli.TraceKeyOption = None,
+    task_key: dataset_cli.TaskKeyOption = None,
+    task_regex: dataset_cli.TaskRegexOption = None,
+    per_trace: dataset_cli.PerTraceOption = None,
+    min_pass_rate: dataset_cli.MinPassRateOption = None,
+    pass_score: dataset_cli.PassScoreOption = "A",
+    pass_all_calls: dataset_cli.PassAllCallsOption = True,
+    pass_no_violations: dataset_cli.PassNoViolationsOption = True,
+    engine: dataset_cli.EngineOption = None,
+    scheduler: dataset_cli.SchedulerOption = None,
+    interleaved: dataset_cli.InterleavedOption = False,
 ) -> None:
-    """Score a trace against a gold file and report behavior and safety findings."""
+    """Score a trace against a gold file and report behavior and safety findings.
+
+    TRACES may also be a dataset (a directory, a glob, a URL, or a file of many traces with
+    --trace-key): each trace is then scored against its own gold (one gold file for all, a
+    JSON Lines gold keyed by trace id, or a directory of gold files)."""
     set_max_value_bytes(max_value_bytes)
     opts = EvalOptions(
         gold=gold_file,
@@ -602,8 +619,24 @@ def eval_command(
     opts.ci.baseline_tolerance = baseline_tolerance
     opts.ci.junit = junit
     opts.ci.sarif = sarif
+    dataset = dataset_cli.DatasetOptions(
+        trace_key=trace_key,
+        task_key=task_key,
+        task_regex=task_regex,
+        per_trace=per_trace,
+        min_pass_rate=min_pass_rate,
+        pass_score=pass_score,
+        pass_all_calls=pass_all_calls,
+        pass_no_violations=pass_no_violations,
+        engine=engine,
+        scheduler=scheduler,
+        interleaved=interleaved,
+    )
     try:
-        code = run_eval(opts)
+        if dataset_cli.wants_dataset(gold_file, trace_file, dataset):
+            code = dataset_cli.run_dataset(opts, dataset)
+        else:
+            code = run_eval(opts)
     except Exception as exc:
         if verbose:
             raise

@@ -1,0 +1,222 @@
+"""Dataset benchmark: many traces, each against its own gold, on 1 or 2 workers and on Dask.
+
+    python benchmarks/datasets.py --traces 10000,100000 [--dask] [--loop] [--workers 1,2]
+
+Generates (from ``--seed``) a JSON Lines file of traces (10-50 calls each, 4 trials a task,
+5% failed calls, some retries) keyed by ``trace_id`` and a JSON Lines gold keyed the same
+way, then times, each in a fresh process (so peak RSS is that run's):
+
+* ``toolscore eval GOLD TRACES -o ... --workers N`` (the process pool) for each N;
+* the same on a Dask ``LocalCluster`` of N worker processes (``--dask``);
+* ``--loop``: the baseline a user has without datasets: read the file, group the lines by
+  trace id, and call ``toolscore.evaluate()`` on each trace in one process.
+
+and prints traces/s, MB/s, wall seconds and peak RSS (the driver's, and the largest worker's:
+``ru_maxrss`` of the children) for each. Not a test: run it by hand on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+TOOLS = (
+    "search_flights",
+    "get_user",
+    "book",
+    "cancel",
+    "get_reservation",
+    "update_baggage",
+    "calculate",
+    "send_email",
+)
+
+
+def _args(rng: random.Random, tool: str) -> dict[str, Any]:
+    return {
+        "user_id": f"user_{rng.randrange(10_000)}",
+        "query": f"{tool} {rng.choice(['NYC', 'SFO', 'LAX', 'SEA'])} {rng.randrange(1, 28)}",
+        "limit": rng.randrange(1, 20),
+    }
+
+
+def generate(
+    traces_path: str | os.PathLike[str],
+    gold_path: str | os.PathLike[str],
+    traces: int,
+    *,
+    seed: int = 7,
+    trials: int = 4,
+    min_calls: int = 10,
+    max_calls: int = 50,
+) -> int:
+    """Write ``traces`` traces (ids ``model/taskNNNNNN/trialK``) and their gold; returns the
+    number of calls written."""
+    rng = random.Random(seed)
+    calls_written = 0
+    tasks = (traces + trials - 1) // trials
+    with (
+        open(traces_path, "w", encoding="utf-8") as out,
+        open(gold_path, "w", encoding="utf-8") as gold,
+    ):
+        written = 0
+        for task in range(tasks):
+            expected_tools = [rng.choice(TOOLS) for _ in range(rng.randrange(2, 6))]
+            expected = [{"tool": t, "args": _args(rng, t)} for t in expected_tools]
+            for trial in range(trials):
+                if written >= traces:
+                    break
+                trace_id = f"model-a/task{task:06d}/trial{trial}"
+                gold.write(json.dumps({"trace_id": trace_id, "expected": expected}) + "\n")
+                n = rng.randrange(min_calls, max_calls + 1)
+                lines = []
+                for i in range(n):
+                    if i < len(expected) and rng.random() < 0.8:
+                        call = dict(expected[i])
+                    else:
+                        tool = rng.choice(TOOLS)
+                        call = {"tool": tool, "args": _args(rng, tool)}
+                    failed = rng.random() < 0.05
+                    record = {"trace_id": trace_id, "index": i, **call}
+                    record["result"] = "Error: timeout" if failed else "ok"
+                    record["is_error"] = failed
+                    lines.append(json.dumps(record))
+                    if failed and rng.random() < 0.5:
+                        lines.append(json.dumps({**record, "is_error": False, "result": "ok"}))
+                out.write("\n".join(lines) + "\n")
+                calls_written += len(lines)
+                written += 1
+    return calls_written
+
+
+def _child_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+_RUN = r"""
+import json, resource, sys, time
+from toolscore.dataset import evaluate_dataset
+def main():
+    gold, traces, engine, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    client = None
+    if engine == "dask":
+        from distributed import Client, LocalCluster
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None)
+        client = Client(cluster)
+    t = time.perf_counter()
+    r = evaluate_dataset(gold, traces, engine="local" if engine == "pool" else engine,
+                         workers=workers, client=client)
+    wall = time.perf_counter() - t
+    s = r.summary()
+    out = {"wall": wall, "traces": s["traces"], "mean": s["mean_score"],
+           "median": s["median_score"], "p10": s["p10_score"], "pass_rate": s["pass_rate"],
+           "pass_hat_k": s["pass_hat_k"], "errors": s["input_errors"],
+           "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "child_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+    r.close()
+    if client is not None:
+        client.close(); cluster.close()
+    print(json.dumps(out))
+if __name__ == "__main__":
+    main()
+"""
+
+_LOOP = r"""
+import json, resource, sys, time
+from collections import defaultdict
+import orjson
+from toolscore import evaluate
+def main():
+    gold_path, traces = sys.argv[1], sys.argv[2]
+    t = time.perf_counter()
+    gold = {}
+    with open(gold_path, "rb") as f:
+        for line in f:
+            d = orjson.loads(line)
+            gold[d["trace_id"]] = d["expected"]
+    groups = defaultdict(list)
+    with open(traces, "rb") as f:
+        for line in f:
+            d = orjson.loads(line)
+            groups[d["trace_id"]].append(d)
+    total = 0.0
+    n = 0
+    for trace_id, calls in groups.items():
+        total += evaluate(gold[trace_id], calls).score
+        n += 1
+    wall = time.perf_counter() - t
+    print(json.dumps({"wall": wall, "traces": n, "mean": total / n,
+                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _run(code: str, *args: str) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(code)
+    try:
+        done = subprocess.run(
+            [sys.executable, f.name, *args], capture_output=True, text=True, check=True
+        )
+    finally:
+        os.unlink(f.name)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--traces", default="10000")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--dask", action="store_true")
+    parser.add_argument("--loop", action="store_true")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--dir", default=None, help="where the datasets go (default: a temp dir)")
+    args = parser.parse_args()
+    base = Path(args.dir or tempfile.mkdtemp(prefix="toolscore-datasets-"))
+    base.mkdir(parents=True, exist_ok=True)
+    print("| traces | run | workers | wall s | traces/s | MB/s | driver RSS MB | worker RSS MB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for count in (int(x) for x in args.traces.split(",")):
+        traces = base / f"traces-{count}.jsonl"
+        gold = base / f"gold-{count}.jsonl"
+        if not traces.exists():
+            generate(traces, gold, count, seed=args.seed)
+        mb = traces.stat().st_size / 1e6
+        results: dict[str, dict[str, Any]] = {}
+        if args.loop:
+            r = _run(_LOOP, str(gold), str(traces))
+            results["loop"] = r
+            print(
+                f"| {count:,} | evaluate() loop | 1 | {r['wall']:.2f} | "
+                f"{r['traces'] / r['wall']:,.0f} | {mb / r['wall']:.1f} | {r['rss_mb']:.0f} | - |"
+            )
+        for workers in (int(x) for x in args.workers.split(",")):
+            engines = ["pool"] + (["dask"] if args.dask else [])
+            for engine in engines:
+                r = _run(_RUN, str(gold), str(traces), engine, str(workers))
+                results[f"{engine}{workers}"] = r
+                print(
+                    f"| {count:,} | {engine} | {workers} | {r['wall']:.2f} | "
+                    f"{r['traces'] / r['wall']:,.0f} | {mb / r['wall']:.1f} | "
+                    f"{r['rss_mb']:.0f} | {r['child_rss_mb']:.0f} |",
+                    flush=True,
+                )
+        keys = ("traces", "mean", "median", "p10", "pass_rate", "pass_hat_k", "errors")
+        runs = [r for name, r in results.items() if name != "loop"]
+        same = all(all(r[k] == runs[0][k] for k in keys) for r in runs)
+        print(f"<!-- {count:,} traces, {mb:.1f} MB: identical aggregates across runs: {same} -->")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""``toolscore eval GOLD TRACES`` on a dataset: the options, when they apply, the run.
+
+``toolscore eval`` reads a dataset (and not one trace) when TRACES is a directory, a glob or a
+URL, when GOLD is a directory or a JSON Lines gold keyed by trace id, or when a dataset option
+is given (``--trace-key``, ``--task-key``, ``--task-regex``, ``--per-trace``,
+``--min-pass-rate``, ``--engine``, ``--scheduler``, ``--interleaved``). Anything else is one
+trace, read exactly as before.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+__all__ = [
+    "DatasetOptions",
+    "run_dataset",
+    "wants_dataset",
+]
+
+
+@dataclass
+class DatasetOptions:
+    """The dataset options of ``toolscore eval``."""
+
+    trace_key: str | None = None
+    task_key: str | None = None
+    task_regex: str | None = None
+    per_trace: str | None = None
+    min_pass_rate: str | None = None
+    pass_score: str = "A"
+    pass_all_calls: bool = True
+    pass_no_violations: bool = True
+    engine: str | None = None
+    scheduler: str | None = None
+    interleaved: bool = False
+
+    def any_given(self) -> bool:
+        return any(
+            (
+                self.trace_key,
+                self.task_key,
+                self.task_regex,
+                self.per_trace,
+                self.min_pass_rate,
+                self.engine,
+                self.scheduler,
+                self.interleaved,
+            )
+        )
+
+
+TraceKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trace-key",
+        help="Dataset: the field holding each line's trace id (default: trace_id, session_id, "
+        "conversation_id... whichever the first line has).",
+    ),
+]
+TaskKeyOption = Annotated[
+    str | None, typer.Option("--task-key", help="Dataset: the field naming each trace's task.")
+]
+TaskRegexOption = Annotated[
+    str | None,
+    typer.Option(
+        "--task-regex",
+        help="Dataset: a regex over the trace id giving its task (group 'task', else group 1, "
+        "else the match). Default: ids ending in /trialN, _runN... share a task.",
+    ),
+]
+PerTraceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--per-trace",
+        help="Dataset: write each trace's record to this JSON Lines (or .parquet) file.",
+    ),
+]
+MinPassRateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--min-pass-rate", help="Dataset: exit 1 when the pass rate is below this (0-1 or 80%)."
+    ),
+]
+PassScoreOption = Annotated[
+    str,
+    typer.Option(
+        "--pass-score", help="Dataset: a trace passes from this score (0-1) or grade (A-F)."
+    ),
+]
+PassAllCallsOption = Annotated[
+    bool,
+    typer.Option(
+        "--pass-all-calls/--pass-any-calls",
+        help="Dataset: a pass needs every required gold call completed.",
+    ),
+]
+PassNoViolationsOption = Annotated[
+    bool,
+    typer.Option(
+        "--pass-no-violations/--pass-allow-violations",
+        help="Dataset: a pass needs no forbidden call and no credential.",
+    ),
+]
+EngineOption = Annotated[
+    str | None,
+    typer.Option("--engine", help="Dataset: local (a process pool, default), dask or inline."),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option("--scheduler", help="Dataset: the Dask scheduler, tcp://HOST:PORT."),
+]
+InterleavedOption = Annotated[
+    bool,
+    typer.Option(
+        "--interleaved", help="Dataset: lines of one trace may be anywhere in their file."
+    ),
+]
+
+
+def wants_dataset(gold: str, trace: str, options: DatasetOptions) -> bool:
+    """Whether ``toolscore eval GOLD TRACES`` reads a dataset (see the module's doc)."""
+    from .gold import gold_is_dataset
+    from .inputs import is_url
+
+    if options.any_given():
+        return True
+    if trace != "-" and (is_url(trace) or os.path.isdir(trace) or any(c in trace for c in "*?[")):
+        return not os.path.isfile(trace)
+    return gold_is_dataset(gold)
+
+
+def _rate(text: str) -> float:
+    value = text.strip()
+    try:
+        rate = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        raise ValueError(f"--min-pass-rate: expected 0-1 or a percentage, got {text!r}") from None
+    if not 0 <= rate <= 1:
+        raise ValueError(f"--min-pass-rate: expected 0-1 or a percentage, got {text!r}")
+    return rate
+
+
+def run_dataset(opts: Any, options: DatasetOptions) -> int:
+    """Run ``toolscore eval`` on a dataset; returns the exit status.
+
+    ``opts`` is the command's :class:`toolscore.cli.EvalOptions`.
+    """
+    from .._exitcodes import Outcome, exit_code
+    from ..cli import error_line, failure_status, parse_run_options
+    from ..errors import ToolscoreError
+    from ..reports.console import make_console
+    from ..verdict import parse_fail_under, passes
+    from .records import PassCriterion
+    from .reports import render_html, render_markdown, summary_renderable, write_json, write_text
+    from .run import evaluate_dataset
+
+    ci = getattr(opts, "ci", None)
+    if ci is not None and ci.any:
+        error_line(
+            "--junit, --sarif, --save-baseline and --baseline do not apply to a dataset yet; "
+            "use --per-trace and the JSON report"
+        )
+        return exit_code(Outcome(usage_error=True))
+    parsed = parse_run_options(opts.weights, opts.fail_under)
+    if isinstance(parsed, int):
+        return parsed
+    weights, threshold = parsed
+    try:
+        min_rate = None if options.min_pass_rate is None else _rate(options.min_pass_rate)
+        pass_score = parse_fail_under(options.pass_score)
+    except ValueError as exc:
+        error_line(str(exc).replace("--fail-under", "--pass-score"))
+        return exit_code(Outcome(usage_error=True))
+    criterion = PassCriterion(
+        min_score=pass_score,
+        all_calls=options.pass_all_calls,
+        no_violations=options.pass_no_violations,
+    )
+    progress, on_progress = _progress()
+    try:
+        with progress:
+            result = evaluate_dataset(
+                opts.gold,
+                opts.trace,
+                format=opts.format,
+                weights=weights,
+                forbidden=opts.forbidden,
+                trace_key=options.trace_key,
+                task_key=options.task_key,
+                task_regex=options.task_regex,
+                criterion=criterion,
+                per_trace=options.per_trace,
+                engine=options.engine or ("dask" if options.scheduler else "local"),
+                workers=opts.workers,
+                scheduler=options.scheduler,
+                interleaved=options.interleaved,
+                on_progress=on_progress,
+                on_problem=lambda text: error_line(text),
+            )
+    except (ToolscoreError, ValueError, OSError) as exc:
+        return failure_status(exc)
+    try:
+        write_json(result, opts.output)
+        if opts.markdown:
+            write_text(render_markdown(result), opts.markdown)
+        if opts.html:
+            write_text(render_html(result), opts.html)
+    except OSError as exc:
+        error_line(f"cannot write a report: {exc}")
+        return exit_code(Outcome(input_error=True))
+    console = make_console()
+    console.print(summary_renderable(result))
+    from rich.text import Text
+
+    console.print(Text(f"> JSON report: {opts.output}"))
+    for label, path in (
+        ("Per-trace records", options.per_trace),
+        ("HTML report", opts.html),
+        ("Markdown report", opts.markdown),
+    ):
+        if path:
+            console.print(Text(f"> {label}: {path}"))
+    console.file.flush()
+
+    below = False
+    mean = result.mean
+    if threshold is not None:
+        if mean is None or not (
+            passes(mean, threshold) or (isinstance(threshold, float) and mean >= threshold - 1e-9)
+        ):
+            below = True
+            shown = "no score" if mean is None else f"mean score {mean:.1%}"
+            sys.stderr.write(f"FAIL {shown} is below --fail-under {opts.fail_under}\n")
+    if min_rate is not None:
+        rate = result.pass_rate
+        if rate is None or rate < min_rate - 1e-12:
+            below = True
+            shown = "no trace judged" if rate is None else f"pass rate {rate:.1%}"
+            sys.stderr.write(f"FAIL {shown} is below --min-pass-rate {options.min_pass_rate}\n")
+    violations = False
+    if opts.fail_on_violations and result.aggregate.violations:
+        violations = True
+        sys.stderr.write(
+            f"ERROR {result.aggregate.violations} forbidden call(s) or credential(s) found "
+            "(--fail-on-violations)\n"
+        )
+    errors = result.input_errors
+    if errors:
+        first = next((r.error for r in result.errors if r.error), "")
+        error_line(f"{errors} trace(s) or part(s) could not be read whole (first: {first})")
+    sys.stderr.flush()
+    code = exit_code(Outcome(input_error=errors > 0, violations=violations, below_threshold=below))
+    result.close()
+    return code
+
+
+class _NoProgress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _progress() -> tuple[Any, Any]:
+    """A rich progress bar on stderr when it is a terminal: traces done and traces/s."""
+    if not sys.stderr.isatty():
+        return _NoProgress(), None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn("Evaluating"),
+        BarColumn(),
+        TextColumn("{task.fields[traces]} traces ({task.fields[rate]:,.0f}/s)"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = progress.add_task("dataset", total=None, traces="0", rate=0.0)
+    started = time.monotonic()
+
+    def update(records: int, expected: int | None, done_bytes: int, total_bytes: int) -> None:
+        elapsed = time.monotonic() - started
+        traces = f"{records:,}" if expected is None else f"{records:,} of {expected:,}"
+        progress.update(
+            task,
+            completed=done_bytes,
+            total=total_bytes,
+            traces=traces,
+            rate=records / elapsed if elapsed > 0 else 0.0,
+        )
+
+    return progress, update

@@ -1,0 +1,250 @@
+"""Gold for a dataset: one for every trace, one per trace id (JSON Lines), or one file each.
+
+* **One gold** (today's gold file, or the calls in Python): every trace is scored against it.
+* **Keyed JSON Lines**: each line ``{"trace_id": ..., "expected": [...]}`` (``calls`` is read
+  for ``expected``; the id key is ``--trace-key`` or the first of the usual names found). It is
+  indexed once into an SQLite file next to the run's other temporary files, so a million
+  traces' gold never sits in memory; workers look each trace's gold up there.
+* **A directory** of gold files, matched to traces by name: the trace id (a multi-trace
+  file's id, or a single-trace file's path below TRACES without extensions) against each gold
+  file's path below the directory without extensions (``gold/task1.json`` is the gold of
+  ``traces/task1.jsonl``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..calls import ToolCall
+from ..errors import GoldFileError
+from .inputs import ID_KEYS, first_line, is_url, list_inputs, open_input
+
+__all__ = ["GoldSpec", "build_gold", "gold_lookup"]
+
+
+@dataclass(frozen=True)
+class GoldSpec:
+    """How workers find a trace's gold (picklable)."""
+
+    kind: str
+    """``one``, ``keyed`` or ``dir``."""
+    path: str | None = None
+    """``one``: the gold file; ``keyed``: the SQLite index."""
+    calls: tuple[Mapping[str, Any], ...] | None = None
+    """``one``: the expected calls, when given in Python."""
+    files: Mapping[str, str] = field(default_factory=dict)
+    """``dir``: gold name -> file."""
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    count: int = 0
+    """Gold entries (keyed, dir)."""
+    problems: tuple[str, ...] = ()
+    """Lines of a keyed gold file that could not be used (duplicates, bad lines)."""
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """Identifies this gold in a worker's cache."""
+
+
+def _is_keyed_jsonl(head: bytes) -> str | None:
+    line = first_line(head)
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or (len(line) >= len(head.strip()) and head.count(b"\n") < 1):
+        return None
+    if not ("expected" in obj or "calls" in obj):
+        return None
+    return next((k for k in ID_KEYS if k in obj), None)
+
+
+def gold_is_dataset(gold: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``gold`` is a directory or a keyed JSON Lines file (a dataset's gold)."""
+    if is_url(gold):
+        return True
+    if os.path.isdir(gold):
+        return True
+    try:
+        with open(gold, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return _is_keyed_jsonl(head) is not None
+
+
+def build_gold(
+    gold: str | Sequence[Mapping[str, Any]],
+    workdir: str,
+    *,
+    key: str | None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> GoldSpec:
+    """Read what ``gold`` is and prepare it for the workers.
+
+    Raises:
+        GoldFileError: the file is missing or unreadable, or a keyed file has no usable line.
+    """
+    options = dict(storage_options or {})
+    if not isinstance(gold, str):
+        return GoldSpec("one", calls=tuple(gold))
+    local_dir = not is_url(gold) and os.path.isdir(gold)
+    if local_dir or (is_url(gold) and _url_is_dir(gold, options)):
+        files = {item.name: item.url for item in list_inputs(gold, options)}
+        return GoldSpec("dir", files=files, storage_options=options, count=len(files))
+    try:
+        with open_input(gold, options) as f:
+            head = f.read(1 << 16)
+    except FileNotFoundError:
+        raise GoldFileError(gold, "Gold standard file not found") from None
+    except OSError as exc:
+        raise GoldFileError(gold, f"cannot read the gold file: {exc}") from None
+    found = _is_keyed_jsonl(head)
+    if found is None:
+        if is_url(gold):
+            local = os.path.join(workdir, "gold.json")
+            with open_input(gold, options) as src, open(local, "wb") as dst:
+                dst.write(src.read())
+            return GoldSpec("one", path=local)
+        return GoldSpec("one", path=gold)
+    if key is not None and key != "auto":
+        found = key
+    return _index(gold, os.path.join(workdir, "gold.sqlite"), found, options)
+
+
+def _url_is_dir(url: str, options: dict[str, Any]) -> bool:
+    from .inputs import _fs
+
+    fs, path = _fs(url, options)
+    return bool(fs.isdir(path))
+
+
+def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    conn.execute("CREATE TABLE gold (id TEXT PRIMARY KEY, body BLOB) WITHOUT ROWID")
+    problems: list[str] = []
+    count = 0
+    batch: list[tuple[str, bytes]] = []
+
+    def flush() -> None:
+        nonlocal count
+        before = conn.total_changes
+        conn.executemany("INSERT OR IGNORE INTO gold VALUES (?, ?)", batch)
+        added = conn.total_changes - before
+        if added != len(batch) and len(problems) < 100:
+            problems.append(f"{gold}: {len(batch) - added} duplicate trace id(s); first kept")
+        count += added
+        batch.clear()
+
+    with open_input(gold, options) as f:
+        lineno = 0
+        for raw in f:
+            lineno += 1
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                if len(problems) < 100:
+                    problems.append(f"{gold}:{lineno}: malformed JSON: {exc}")
+                continue
+            calls = obj.get("expected", obj.get("calls")) if isinstance(obj, dict) else None
+            trace_id = obj.get(key) if isinstance(obj, dict) else None
+            if trace_id is None or not isinstance(calls, list):
+                if len(problems) < 100:
+                    problems.append(
+                        f"{gold}:{lineno}: not a gold line ({{{key!r}: ..., 'expected': [...]}})"
+                    )
+                continue
+            batch.append((str(trace_id), orjson.dumps(calls)))
+            if len(batch) >= 10_000:
+                flush()
+    flush()
+    conn.commit()
+    conn.close()
+    if not count:
+        raise GoldFileError(gold, f"no gold line with {key!r} and 'expected' (or 'calls')")
+    return GoldSpec("keyed", path=db, count=count, problems=tuple(problems))
+
+
+class GoldLookup:
+    """A worker's view of the gold: ``get(trace_id, name)`` -> the calls, or ``None``."""
+
+    def __init__(self, spec: GoldSpec) -> None:
+        from ..gold import gold_from_dicts, load_gold
+
+        self.spec = spec
+        self._one: list[ToolCall] | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._from_dicts = gold_from_dicts
+        if spec.kind == "one":
+            if spec.calls is not None:
+                self._one = gold_from_dicts(list(spec.calls))
+            elif spec.path is not None:
+                self._one = load_gold(spec.path)
+        elif spec.kind == "keyed" and spec.path is not None:
+            self._conn = sqlite3.connect(f"file:{spec.path}?mode=ro", uri=True)
+        self._load = load_gold
+
+    def get(self, trace_id: str | None, name: str | None) -> list[ToolCall] | None:
+        """The gold of a trace (by id, else by its file's name); ``None`` when it has none.
+
+        Raises:
+            GoldFileError: a matched gold file is unreadable.
+        """
+        if self._one is not None:
+            return self._one
+        if self._conn is not None:
+            if trace_id is None:
+                return None
+            row = self._conn.execute("SELECT body FROM gold WHERE id = ?", (trace_id,)).fetchone()
+            return None if row is None else self._from_dicts(orjson.loads(row[0]))
+        if self.spec.kind == "dir":
+            for candidate in (trace_id, name):
+                path = self.spec.files.get(candidate) if candidate is not None else None
+                if path is not None:
+                    return self._load_file(path)
+        return None
+
+    def _load_file(self, path: str) -> list[ToolCall]:
+        if not is_url(path):
+            return self._load(path)
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+            with open_input(path, dict(self.spec.storage_options)) as src:
+                tmp.write(src.read())
+            tmp.flush()
+            calls = self._load(tmp.name)
+        return calls
+
+
+_LOOKUPS: dict[str, GoldLookup] = {}
+
+
+def gold_lookup(spec: GoldSpec) -> GoldLookup:
+    """The process's lookup for ``spec`` (made once per worker process)."""
+    lookup = _LOOKUPS.get(spec.token)
+    if lookup is None:
+        _LOOKUPS.clear()
+        lookup = _LOOKUPS[spec.token] = GoldLookup(spec)
+    return lookup
+
+
+def gold_ids(spec: GoldSpec) -> Iterator[str]:
+    """Every gold entry's id (keyed) or name (dir), for "gold without a trace"."""
+    if spec.kind == "keyed" and spec.path is not None:
+        conn = sqlite3.connect(f"file:{spec.path}?mode=ro", uri=True)
+        try:
+            for (trace_id,) in conn.execute("SELECT id FROM gold ORDER BY id"):
+                yield trace_id
+        finally:
+            conn.close()
+    elif spec.kind == "dir":
+        yield from sorted(spec.files)

@@ -1,0 +1,601 @@
+"""Where a dataset's traces come from, and how they are cut into parts and read back.
+
+TRACES is a file, a directory (read recursively), a glob, or a URL that fsspec opens
+(``s3://``, ``gs://``, ``file://``, ``memory://``; fsspec is needed only for URLs). Each file
+is one of:
+
+* a **multi-trace JSON Lines** file: its lines carry a trace id (``--trace-key``, or the first
+  of :data:`ID_KEYS` found on the first line). Lines of one trace are normally contiguous; such
+  a file is read trace by trace (one trace in memory at a time) and a large one is cut into
+  byte ranges at trace boundaries, one part each. When the lines of traces interleave
+  (detected in the first MiB, or ``interleaved=True``) the file is grouped by id instead:
+  in memory up to :data:`GROUP_BUDGET` bytes, past that partitioned on disk by a hash of the
+  id, one partition at a time;
+* an **OpenTelemetry** export (OTLP JSON or JSON Lines): its spans are grouped by
+  ``traceId`` (as above), each trace an OTLP export of its own spans;
+* **one trace** in any supported format: the trace id is the file's path below TRACES without
+  its extensions. It is read as ``toolscore eval`` reads a trace, streaming.
+
+A part's lines are numbered from its start; the driver adds the lines of the parts before it.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+import struct
+import tempfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import msgspec
+import orjson
+
+__all__ = [
+    "GROUP_BUDGET",
+    "ID_KEYS",
+    "Input",
+    "Part",
+    "Trace",
+    "is_url",
+    "list_inputs",
+    "open_input",
+    "plan_parts",
+    "trace_name",
+]
+
+ID_KEYS: tuple[str, ...] = (
+    "trace_id",
+    "traceId",
+    "session_id",
+    "sessionId",
+    "conversation_id",
+    "conversationId",
+    "thread_id",
+    "threadId",
+    "episode_id",
+    "run_id",
+)
+"""Keys looked for, in this order, on a multi-trace file's first line."""
+PART_BYTES = 32 * 1024 * 1024
+"""Target size of a byte-range part of a large multi-trace file."""
+FILES_PER_PART = 64
+"""Single-trace files evaluated in one part at most."""
+GROUP_BUDGET = 64 * 1024 * 1024
+"""Bytes of interleaved lines grouped in memory before they are partitioned on disk."""
+SNIFF_BYTES = 1 << 20
+COMPRESSED = (".gz", ".zst", ".zstd")
+_EXTENSIONS = (".jsonl", ".ndjson", ".json", ".gz", ".zst", ".zstd", ".txt")
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` names an fsspec URL (``scheme://...``)."""
+    return "://" in path
+
+
+def _fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
+    try:
+        from fsspec.core import url_to_fs
+    except ImportError:  # pragma: no cover - depends on the extras installed
+        from ..errors import UsageError
+
+        raise UsageError(
+            f"{url}: reading URLs needs fsspec: pip install 'toolscore[s3]' (or [dask])"
+        ) from None
+    fs, path = url_to_fs(url, **storage_options)
+    return fs, path
+
+
+@dataclass(frozen=True)
+class Input:
+    """One file of the dataset."""
+
+    url: str
+    """A local path, or a URL with its scheme."""
+    size: int
+    name: str
+    """The trace id it gives when it holds one trace: its path below TRACES, no extensions."""
+
+
+def trace_name(relative: str) -> str:
+    """``a/b.jsonl.gz`` -> ``a/b``."""
+    name = relative.replace(os.sep, "/")
+    changed = True
+    while changed:
+        changed = False
+        for ext in _EXTENSIONS:
+            if name.lower().endswith(ext) and len(name) > len(ext):
+                name = name[: -len(ext)]
+                changed = True
+    return name
+
+
+def _glob_chars(path: str) -> bool:
+    return any(ch in path for ch in "*?[")
+
+
+def list_inputs(traces: str, storage_options: dict[str, Any] | None = None) -> list[Input]:
+    """The files TRACES names, sorted by path.
+
+    Raises:
+        InputError: nothing matches, or a path does not exist.
+    """
+    from ..errors import InputError
+
+    options = storage_options or {}
+    found: list[Input] = []
+    if is_url(traces):
+        fs, path = _fs(traces, options)
+        protocol = traces.split("://", 1)[0]
+        if _glob_chars(path):
+            infos = fs.glob(path, detail=True)
+            base = path.split("*", 1)[0].rsplit("/", 1)[0]
+        elif fs.isdir(path):
+            infos = fs.find(path, detail=True)
+            base = path.rstrip("/")
+        elif fs.exists(path):
+            infos = {path: fs.info(path)}
+            base = path.rsplit("/", 1)[0]
+        else:
+            raise InputError(traces, "file not found")
+        for name, info in sorted(infos.items()):
+            if info.get("type") == "directory":
+                continue
+            relative = name[len(base) :].lstrip("/") if name.startswith(base) else name
+            url = f"{protocol}://{name.split('://', 1)[-1]}" if protocol != "file" else name
+            found.append(Input(url, int(info.get("size") or 0), trace_name(relative)))
+    elif os.path.isdir(traces):
+        for root, dirs, files in os.walk(traces):
+            dirs.sort()
+            for file in sorted(files):
+                if file.startswith("."):
+                    continue
+                path = os.path.join(root, file)
+                found.append(
+                    Input(path, os.path.getsize(path), trace_name(os.path.relpath(path, traces)))
+                )
+    elif _glob_chars(traces):
+        base = os.path.dirname(traces.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0])
+        for path in sorted(globlib.glob(traces, recursive=True)):
+            if os.path.isfile(path):
+                found.append(
+                    Input(
+                        path,
+                        os.path.getsize(path),
+                        trace_name(os.path.relpath(path, base or ".")),
+                    )
+                )
+    elif os.path.isfile(traces):
+        found.append(Input(traces, os.path.getsize(traces), trace_name(os.path.basename(traces))))
+    else:
+        raise InputError(traces, "file not found")
+    if not found:
+        raise InputError(traces, "no trace file matches")
+    found.sort(key=lambda item: item.url)
+    return found
+
+
+def open_input(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:
+    """A binary file for ``url`` (seekable; not decompressed)."""
+    if is_url(url):
+        fs, path = _fs(url, storage_options or {})
+        f: IO[bytes] = fs.open(path, "rb", block_size=4 * 1024 * 1024)
+        return f
+    return open(url, "rb")
+
+
+@dataclass(frozen=True)
+class Part:
+    """A unit of work: whole files, or a byte range of one multi-trace file."""
+
+    index: int
+    inputs: tuple[Input, ...]
+    start: int = 0
+    end: int | None = None
+    """With ``end``: a byte range of the one input, at trace boundaries (see :func:`plan_parts`)."""
+    key: str | None = None
+    """The trace key, for a byte range."""
+
+    @property
+    def size(self) -> int:
+        if self.end is not None:
+            return self.end - self.start
+        return sum(item.size for item in self.inputs)
+
+    def describe(self) -> str:
+        if self.end is not None:
+            return f"{self.inputs[0].url} bytes {self.start}-{self.end}"
+        if len(self.inputs) == 1:
+            return self.inputs[0].url
+        return f"{self.inputs[0].url} and {len(self.inputs) - 1} more file(s)"
+
+
+def sniff(f: IO[bytes], limit: int = SNIFF_BYTES) -> bytes:
+    head = f.read(limit)
+    return head
+
+
+def detect_key(first_line: bytes, key: str | None) -> str | None:
+    """The trace key of a file whose first line is ``first_line``: ``key`` when given and
+    present (or ``None`` when absent), else the first of :data:`ID_KEYS` present."""
+    try:
+        obj = orjson.loads(first_line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if key is not None and key != "auto":
+        return key if key in obj else None
+    if "resourceSpans" in obj:
+        return None
+    return next((name for name in ID_KEYS if name in obj and obj[name] is not None), None)
+
+
+def first_line(head: bytes) -> bytes:
+    for line in head.split(b"\n"):
+        if line.strip():
+            return line
+    return b""
+
+
+def is_otlp(head: bytes) -> bool:
+    return b'"resourceSpans"' in head[:65536]
+
+
+class IdReader:
+    """Reads a line's trace id (and task field) without decoding the rest of it (msgspec
+    skips unknown fields in C)."""
+
+    def __init__(self, key: str, task_key: str | None) -> None:
+        fields: list[tuple[str, Any, Any]] = [("k", Any, None)]
+        rename = {"k": key}
+        if task_key:
+            fields.append(("t", Any, None))
+            rename["t"] = task_key
+        cls = msgspec.defstruct("_Ids", fields, rename=rename, gc=False)
+        self._decode = msgspec.json.Decoder(cls).decode
+        self.with_task = bool(task_key)
+        self.key = key
+
+    def read(self, line: bytes) -> tuple[str | None, str | None] | None:
+        """``(id, task)``; ``None`` for a line that is not a JSON object."""
+        try:
+            obj = self._decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        key = getattr(obj, "k", None)
+        task = getattr(obj, "t", None) if self.with_task else None
+        return (
+            None if key is None else str(key),
+            None if task is None else str(task),
+        )
+
+
+def interleaved(head: bytes, ids: IdReader) -> bool:
+    """Whether a trace id in ``head`` reappears after another one."""
+    seen: set[str] = set()
+    current = None
+    for line in head.split(b"\n")[:-1]:
+        got = ids.read(line) if line.strip() else None
+        if got is None or got[0] is None:
+            continue
+        if got[0] != current:
+            if got[0] in seen:
+                return True
+            seen.add(got[0])
+            current = got[0]
+    return False
+
+
+def plan_parts(
+    inputs: list[Input],
+    *,
+    key: str | None,
+    task_key: str | None,
+    force_interleaved: bool,
+    storage_options: dict[str, Any] | None = None,
+    part_bytes: int = PART_BYTES,
+) -> list[Part]:
+    """Cut the dataset into parts: a large uncompressed multi-trace file whose traces are
+    contiguous becomes byte ranges of about ``part_bytes``; small files are batched."""
+    parts: list[Part] = []
+    batch: list[Input] = []
+    batch_bytes = 0
+
+    def flush() -> None:
+        nonlocal batch, batch_bytes
+        if batch:
+            parts.append(Part(len(parts), tuple(batch)))
+            batch, batch_bytes = [], 0
+
+    for item in inputs:
+        if item.size >= 2 * part_bytes and not item.url.lower().endswith(COMPRESSED):
+            with open_input(item.url, storage_options) as f:
+                head = sniff(f)
+            found = detect_key(first_line(head), key)
+            if (
+                found is not None
+                and not force_interleaved
+                and not interleaved(head, IdReader(found, task_key))
+            ):
+                flush()
+                cuts = list(range(0, item.size, part_bytes))
+                for i, start in enumerate(cuts):
+                    end = cuts[i + 1] if i + 1 < len(cuts) else item.size
+                    parts.append(Part(len(parts), (item,), start, end, found))
+                continue
+        if batch and (len(batch) >= FILES_PER_PART or batch_bytes + item.size > part_bytes):
+            flush()
+        batch.append(item)
+        batch_bytes += item.size
+    flush()
+    return parts
+
+
+# -- reading traces ------------------------------------------------------------------------
+
+
+@dataclass
+class Trace:
+    """One trace's lines as read, with where they came from."""
+
+    trace_id: str | None
+    task: str | None
+    lines: list[bytes]
+    """Each line ends with a newline."""
+    linenos: list[int]
+    """Each line's number, counted from the part's start (1-based)."""
+    offset: int
+    """The first line's byte offset in the file."""
+
+
+def iter_lines(f: IO[bytes], start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` from ``start``; each line keeps its newline (the last may lack it)."""
+    pos = start
+    rest = b""
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            break
+        data = rest + chunk if rest else chunk
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            yield pos, line + b"\n"
+            pos += len(line) + 1
+    if rest:
+        yield pos, rest + b"\n"
+
+
+def _previous_id(f: IO[bytes], start: int, ids: IdReader) -> tuple[str | None, int]:
+    """The id of the line that holds byte ``start - 1`` and the offset of the next line."""
+    window = 65536
+    while True:
+        lo = max(0, start - window)
+        f.seek(lo)
+        data = f.read(start - lo)
+        nl = data.rfind(b"\n", 0, len(data) - 1) if data.endswith(b"\n") else data.rfind(b"\n")
+        if nl >= 0 or lo == 0:
+            break
+        window *= 4
+    line_start = lo + nl + 1
+    f.seek(line_start)
+    line_end = start
+    if not data.endswith(b"\n"):
+        # byte start-1 is inside a line: read to its end
+        f.seek(start)
+        tail = b""
+        while True:
+            piece = f.read(65536)
+            if not piece:
+                break
+            cut = piece.find(b"\n")
+            if cut >= 0:
+                tail += piece[: cut + 1]
+                break
+            tail += piece
+        line_end = start + len(tail)
+        f.seek(line_start)
+    line = f.read(line_end - line_start)
+    got = ids.read(line) if line.strip() else None
+    return (got[0] if got else None), line_end
+
+
+def contiguous_traces(
+    f: IO[bytes],
+    ids: IdReader,
+    start: int = 0,
+    end: int | None = None,
+) -> Iterator[Trace | tuple[int, int, str]]:
+    """The traces of a contiguous multi-trace file (or of the byte range ``[start, end)``: the
+    traces whose first line starts in it, read to their last line), one at a time.
+
+    Yields traces and, for a line without a readable id, ``(lineno, offset, problem)``: a
+    malformed line inside a trace goes with that trace (its decoder reports it). The last
+    value yielded is ``(lines read, offset reached, "")``.
+    """
+    skip: str | None = None
+    begin = 0
+    if start > 0:
+        skip, begin = _previous_id(f, start, ids)
+    f.seek(begin)
+    current: Trace | None = None
+    lineno = 0
+    reached = begin
+    for offset, line in iter_lines(f, begin):
+        blank = not line.strip()
+        got = None if blank else ids.read(line)
+        if skip is not None:
+            # the end of the trace the part before this one started: it reads them
+            if blank or (got is not None and got[0] == skip):
+                continue
+            skip = None
+        if (
+            end is not None
+            and offset >= end
+            and (current is None or (not blank and (got is None or got[0] != current.trace_id)))
+        ):
+            break
+        lineno += 1
+        reached = offset + len(line)
+        if blank:
+            continue
+        if got is None:
+            if current is not None:
+                current.lines.append(line)
+                current.linenos.append(lineno)
+            else:
+                yield (lineno, offset, "malformed JSON line (not a JSON object)")
+            continue
+        trace_id, task = got
+        if trace_id is None:
+            yield (lineno, offset, f"the line has no {ids.key!r}")
+            continue
+        if current is None or trace_id != current.trace_id:
+            if current is not None:
+                yield current
+            current = Trace(trace_id, task, [], [], offset)
+        current.lines.append(line)
+        current.linenos.append(lineno)
+    if current is not None:
+        yield current
+    yield (lineno, reached, "")
+
+
+# -- interleaved lines: grouped by id, spilled to disk past a budget -----------------------
+
+_FRAME = struct.Struct("<IIQQ")
+
+
+class Grouper:
+    """Groups ``(id, task, line, lineno, offset)`` items by id in bounded memory."""
+
+    PARTS = 16
+
+    def __init__(self, budget: int = GROUP_BUDGET, directory: str | None = None) -> None:
+        self.budget = budget
+        self.directory = directory
+        self._groups: dict[str, Trace] = {}
+        self._bytes = 0
+        self._spill: list[IO[bytes]] | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def add(self, trace_id: str, task: str | None, line: bytes, lineno: int, offset: int) -> None:
+        if self._spill is not None:
+            self._write(trace_id, task, line, lineno, offset)
+            return
+        group = self._groups.get(trace_id)
+        if group is None:
+            group = self._groups[trace_id] = Trace(trace_id, task, [], [], offset)
+        group.lines.append(line)
+        group.linenos.append(lineno)
+        self._bytes += len(line) + 64
+        if self._bytes > self.budget:
+            self._start_spill()
+
+    def _start_spill(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="toolscore-group-", dir=self.directory)
+        self._spill = [
+            open(os.path.join(self._tmp.name, f"{i}.bin"), "w+b") for i in range(self.PARTS)
+        ]
+        groups, self._groups = self._groups, {}
+        for group in groups.values():
+            for line, lineno in zip(group.lines, group.linenos, strict=True):
+                assert group.trace_id is not None
+                self._write(group.trace_id, group.task, line, lineno, group.offset)
+
+    def _write(
+        self, trace_id: str, task: str | None, line: bytes, lineno: int, offset: int
+    ) -> None:
+        assert self._spill is not None
+        head = orjson.dumps([trace_id, task])
+        f = self._spill[zlib.crc32(trace_id.encode("utf-8", "surrogatepass")) % self.PARTS]
+        f.write(_FRAME.pack(len(head), len(line), lineno, offset))
+        f.write(head)
+        f.write(line)
+
+    def traces(self) -> Iterator[Trace]:
+        """The groups, in order of first appearance (per partition once spilled)."""
+        if self._spill is None:
+            yield from self._groups.values()
+            self._groups = {}
+            return
+        try:
+            for f in self._spill:
+                f.seek(0)
+                groups: dict[str, Trace] = {}
+                while True:
+                    frame = f.read(_FRAME.size)
+                    if not frame:
+                        break
+                    head_len, line_len, lineno, offset = _FRAME.unpack(frame)
+                    trace_id, task = orjson.loads(f.read(head_len))
+                    line = f.read(line_len)
+                    group = groups.get(trace_id)
+                    if group is None:
+                        group = groups[trace_id] = Trace(trace_id, task, [], [], offset)
+                    group.lines.append(line)
+                    group.linenos.append(lineno)
+                yield from sorted(groups.values(), key=lambda t: t.offset)
+                f.close()
+        finally:
+            for f in self._spill:
+                f.close()
+            if self._tmp is not None:
+                self._tmp.cleanup()
+
+
+def otlp_items(f: IO[bytes], head: bytes) -> Iterator[tuple[int, int, Any]]:
+    """``(lineno, offset, ResourceSpans)`` of an OTLP JSON export or OTLP JSON Lines file."""
+    line = first_line(head)
+    try:
+        orjson.loads(line)
+        lines_layout = len(line) < len(head.strip())
+    except orjson.JSONDecodeError:
+        lines_layout = False
+    f.seek(0)
+    if lines_layout:
+        lineno = 0
+        for offset, raw in iter_lines(f):
+            lineno += 1
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                yield lineno, offset, exc
+                continue
+            for rs in obj.get("resourceSpans") or () if isinstance(obj, dict) else ():
+                yield lineno, offset, rs
+        return
+    import ijson
+
+    try:
+        for rs in ijson.items(f, "resourceSpans.item", use_float=True):
+            yield 1, 0, rs
+    except ijson.JSONError as exc:
+        yield 1, 0, exc
+
+
+def otlp_traces(rs: Any) -> Iterator[tuple[str, bytes]]:
+    """``(traceId, one OTLP export line holding that trace's spans of ``rs``)``."""
+    if not isinstance(rs, dict):
+        return
+    resource = rs.get("resource")
+    for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ():
+        if not isinstance(ss, dict):
+            continue
+        by_trace: dict[str, list[Any]] = {}
+        for span in ss.get("spans") or ():
+            if isinstance(span, dict):
+                by_trace.setdefault(str(span.get("traceId") or ""), []).append(span)
+        for trace_id, spans in by_trace.items():
+            scope: dict[str, Any] = {"spans": spans}
+            if "scope" in ss:
+                scope["scope"] = ss["scope"]
+            out: dict[str, Any] = {"scopeSpans": [scope]}
+            if resource is not None:
+                out["resource"] = resource
+            yield trace_id, orjson.dumps({"resourceSpans": [out]}) + b"\n"

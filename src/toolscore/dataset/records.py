@@ -1,0 +1,135 @@
+"""The per-trace record a dataset run produces, and what counts as a pass.
+
+A :class:`TraceRecord` is small (a few hundred bytes) and plain: it crosses process and
+cluster boundaries, is written to ``--per-trace`` as one JSON line (or one Parquet row), and
+is all the dataset aggregate sees of a trace.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = ["STATUSES", "PassCriterion", "Status", "TraceRecord", "record_line"]
+
+Status = Literal["ok", "error", "no_gold", "no_trace"]
+STATUSES: tuple[str, ...] = ("ok", "error", "no_gold", "no_trace")
+"""``ok``: evaluated; ``error``: evaluated as far as it could be read (the calls before a fault
+are scored) or not at all (``score`` is then ``None``), with ``error`` saying what and where;
+``no_gold``: a trace without gold (its calls were checked, but it has no score); ``no_trace``:
+gold without a trace."""
+
+
+class TraceRecord(msgspec.Struct, kw_only=True, omit_defaults=False):
+    """One trace's outcome."""
+
+    trace_id: str
+    task: str
+    status: Status = "ok"
+    score: float | None = None
+    grade: str | None = None
+    passed: bool | None = None
+    """Whether the trace passed (see :class:`PassCriterion`); ``None`` without a score."""
+    calls: int = 0
+    expected_calls: int = 0
+    selection_accuracy: float | None = None
+    argument_f1: float | None = None
+    sequence_accuracy: float | None = None
+    required_call_recall: float | None = None
+    failed_calls: int = 0
+    retries: int = 0
+    violations: int = 0
+    """Forbidden calls plus credentials found."""
+    findings: dict[str, int] = msgspec.field(default_factory=dict)
+    """Findings by ``check/kind``."""
+    tools: dict[str, list[int]] = msgspec.field(default_factory=dict)
+    """Per tool: ``[calls, failed, retries]``."""
+    source: str | None = None
+    """The file the trace was read from."""
+    line: int | None = None
+    """Its first line (JSON Lines) in ``source``."""
+    offset: int | None = None
+    """Or its byte offset, for a JSON document."""
+    error: str | None = None
+    """What went wrong and where (file, line or byte offset), already redacted."""
+    order: tuple[int, int] = (0, 0)
+    """(part, position): where the trace sits in the dataset's reading order."""
+
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def record_line(record: TraceRecord) -> bytes:
+    """The record as one JSON line (without ``order``), newline included."""
+    data = msgspec.structs.asdict(record)
+    del data["order"]
+    return _ENCODER.encode(data) + b"\n"
+
+
+@dataclass(frozen=True)
+class PassCriterion:
+    """What counts as a passing trace (for pass rate, pass@k and pass^k).
+
+    A trace passes when all of these hold (each can be turned off):
+
+    * its score is at least ``min_score`` (a number in [0, 1], or a grade letter: the trace's
+      grade is at least that grade);
+    * ``all_calls``: every required gold call was completed (``required_call_recall`` is 1 or
+      there was nothing required);
+    * ``no_violations``: no forbidden call and no credential was found.
+
+    A trace without a score (no gold, unreadable) neither passes nor fails: it is left out of
+    the pass rate and of pass@k, and reported.
+    """
+
+    min_score: float | str = "A"
+    all_calls: bool = True
+    no_violations: bool = True
+
+    def passes(self, record: TraceRecord) -> bool | None:
+        """The criterion applied to ``record``."""
+        from ..verdict import passes
+
+        score = record.score
+        if score is None:
+            return None
+        ok = passes(score, self.min_score) or (
+            isinstance(self.min_score, float) and score >= self.min_score - 1e-9
+        )
+        if ok and self.all_calls:
+            recall = record.required_call_recall
+            ok = recall is None or recall >= 1.0 - 1e-12
+        if ok and self.no_violations:
+            ok = record.violations == 0
+        return ok
+
+    def describe(self) -> str:
+        """One line for the reports."""
+        if isinstance(self.min_score, str):
+            parts = [f"grade {self.min_score} or better"]
+        else:
+            parts = [f"score >= {self.min_score:g}"]
+        if self.all_calls:
+            parts.append("all required calls completed")
+        if self.no_violations:
+            parts.append("no violations")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "min_score": self.min_score,
+            "all_calls": self.all_calls,
+            "no_violations": self.no_violations,
+            "description": self.describe(),
+        }
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float, or ``None`` when absent or not finite."""
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None

@@ -1,0 +1,322 @@
+"""The dataset aggregate in every report format: console, Markdown, HTML (inline SVG) and JSON.
+
+Every human-facing string (trace ids, tool names, task names, error messages) goes through
+:func:`toolscore.redact.redact_secrets`; the JSON report keeps the values as recorded.
+"""
+
+from __future__ import annotations
+
+import heapq
+import html
+import os
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from ..redact import redact_secrets
+from .run import DatasetResult
+
+__all__ = ["render_html", "render_markdown", "summary_renderable", "write_json"]
+
+SHOW = 10
+"""Rows shown per list in the console, Markdown and HTML (the JSON report has them all)."""
+
+
+def _r(text: object) -> str:
+    return redact_secrets(str(text))
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def write_json(result: DatasetResult, path: str) -> None:
+    """The aggregate, every task's pass@k/pass^k, the errors and the missing ids, as JSON."""
+    with open(path, "wb") as f:
+        head = {
+            "schema_version": "dataset-1",
+            "timestamp": datetime.now(timezone.utc).isoformat(),
+            "summary": result.summary(),
+            "problems": result.problems,
+            "errors": [
+                {k: getattr(r, k) for k in ("trace_id", "source", "line", "offset", "error")}
+                for r in result.errors
+            ],
+            "missing_gold": result.missing_gold,
+            "missing_trace": result.missing_trace,
+        }
+        text = orjson.dumps(head, option=orjson.OPT_INDENT_2)
+        f.write(text[:-2] + b',\n  "tasks": [')
+        first = True
+        for task in result.tasks:
+            f.write((b"\n    " if first else b",\n    ") + orjson.dumps(task.to_json()))
+            first = False
+        f.write(b"\n  ]\n}\n")
+
+
+def _headline(result: DatasetResult) -> list[tuple[str, str]]:
+    s = result.summary()
+    rows = [
+        ("Traces", f"{s['traces']:,}"),
+        ("Mean score", _pct(s["mean_score"])),
+        ("Median score", _pct(s["median_score"])),
+        ("p10 score", _pct(s["p10_score"])),
+        ("Pass rate", f"{_pct(s['pass_rate'])} ({s['passed']:,} of {s['judged']:,})"),
+        ("Pass criterion", result.criterion.describe()),
+        ("Tasks", f"{s['tasks']:,}"),
+    ]
+    for k, tasks, at, hat in result.pass_k:
+        rows.append((f"pass@{k} / pass^{k}", f"{_pct(at)} / {_pct(hat)} ({tasks:,} tasks)"))
+    grades = s["grades"]
+    rows.append(("Grades", "  ".join(f"{g} {grades[g]:,}" for g in grades)))
+    rows.append(
+        (
+            "Calls",
+            f"{s['calls']:,} ({s['failed_calls']:,} failed, "
+            f"{s['retries']:,} retried after a failure)",
+        )
+    )
+    rows.append(("Violations", f"{s['violations']:,} in {s['traces_with_violations']:,} traces"))
+    if s["missing_gold"]:
+        rows.append(("Traces without gold", f"{s['missing_gold']:,}"))
+    if s["missing_trace"]:
+        rows.append(("Gold without a trace", f"{s['missing_trace']:,}"))
+    if s["input_errors"]:
+        rows.append(("Input errors", f"{s['input_errors']:,}"))
+    rate = s["traces_per_s"]
+    rows.append(
+        (
+            "Run",
+            f"{s['elapsed_s']:.2f} s, {rate or 0:,.0f} traces/s, engine {s['engine']}"
+            + (f" ({s['workers']} workers)" if s["engine"] == "local" else ""),
+        )
+    )
+    return rows
+
+
+def _tool_rows(result: DatasetResult) -> list[tuple[str, str, str, str]]:
+    return [
+        (_r(tool), f"{c:,}", f"{f:,} ({fr:.1%})", f"{r:,} ({rr:.1%})")
+        for tool, c, f, r, fr, rr in result.aggregate.tool_rates()[:SHOW]
+    ]
+
+
+def _finding_rows(result: DatasetResult) -> list[tuple[str, str, str]]:
+    s = result.summary()
+    return [
+        (
+            _r(item["kind"]),
+            f"{item['count']:,} in {item['traces']:,}",
+            _r(", ".join(item["examples"])),
+        )
+        for item in s["findings"][:SHOW]
+    ]
+
+
+def _worst_rows(result: DatasetResult) -> list[tuple[str, str]]:
+    return [(_r(trace_id), _pct(score)) for score, _, trace_id in result.aggregate.worst]
+
+
+def _task_rows(result: DatasetResult) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for task in heapq.nsmallest(SHOW, result.tasks, key=lambda t: t.task):
+        at = " ".join(f"{v:.2f}" for v in task.pass_at)
+        hat = " ".join(f"{v:.2f}" for v in task.pass_hat)
+        rows.append((_r(task.task), f"{task.c}/{task.n}", at, hat))
+    return rows
+
+
+def _error_lines(result: DatasetResult) -> list[str]:
+    lines = [
+        _r(r.error or "") + (f" (trace {_r(r.trace_id)})" if r.trace_id else "")
+        for r in result.errors[:SHOW]
+    ]
+    lines += [_r(p) for p in result.problems[:SHOW]]
+    for what, ids, total in (
+        ("traces without gold", result.missing_gold, result.aggregate.statuses.get("no_gold", 0)),
+        (
+            "gold without a trace",
+            result.missing_trace,
+            result.aggregate.statuses.get("no_trace", 0),
+        ),
+    ):
+        if total:
+            more = f", ... ({total:,} in all)" if total > SHOW else ""
+            lines.append(f"{total:,} {what}: " + _r(", ".join(ids[:SHOW])) + more)
+    return lines
+
+
+def summary_renderable(result: DatasetResult) -> Any:
+    """A rich renderable of the aggregate (markup-safe)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = []
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    for name, value in _headline(result):
+        head.add_row(Text(name), Text(_r(value)))
+    parts.append(Text("Dataset", style="bold underline"))
+    parts.append(head)
+
+    def table(title: str, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
+        if not rows:
+            return
+        t = Table(title=title, title_justify="left", show_edge=False)
+        for col in columns:
+            t.add_column(col)
+        for row in rows:
+            t.add_row(*(Text(cell) for cell in row))
+        parts.append(t)
+
+    table("Tools (most failures first)", ("tool", "calls", "failed", "retried"), _tool_rows(result))
+    table("Findings", ("kind", "count in traces", "examples"), _finding_rows(result))
+    table("Worst traces", ("trace", "score"), _worst_rows(result))
+    table(
+        "Tasks (pass@k / pass^k for k = 1..n)",
+        ("task", "passed", "pass@k", "pass^k"),
+        _task_rows(result),
+    )
+    errors = _error_lines(result)
+    if errors:
+        parts.append(Text("Input", style="bold"))
+        for line in errors:
+            parts.append(Text(f"  {line}", style="yellow"))
+    return Group(*parts)
+
+
+def _md_table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return [*out, ""]
+
+
+def render_markdown(result: DatasetResult) -> str:
+    """The aggregate as Markdown (redacted)."""
+    lines = ["# toolscore dataset report", ""]
+    lines += _md_table(("", ""), [(n, _r(v)) for n, v in _headline(result)])
+    if result.aggregate.tools:
+        lines += ["## Tools", ""]
+        lines += _md_table(("tool", "calls", "failed", "retried"), _tool_rows(result))
+    if result.aggregate.findings:
+        lines += ["## Findings", ""]
+        lines += _md_table(("kind", "count in traces", "examples"), _finding_rows(result))
+    if result.aggregate.worst:
+        lines += ["## Worst traces", ""]
+        lines += _md_table(("trace", "score"), _worst_rows(result))
+    if result.tasks_count:
+        lines += [f"## Tasks (first {min(SHOW, result.tasks_count)} of {result.tasks_count:,})", ""]
+        lines += _md_table(("task", "passed", "pass@k", "pass^k"), _task_rows(result))
+    errors = _error_lines(result)
+    if errors:
+        lines += ["## Input", ""] + [f"- {line}" for line in errors] + [""]
+    return "\n".join(lines)
+
+
+def _svg_histogram(counts: list[int]) -> str:
+    width, height, pad = 420, 160, 24
+    top = max(counts) or 1
+    bar = (width - 2 * pad) / len(counts)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'role="img" aria-label="score distribution">'
+    ]
+    for i, n in enumerate(counts):
+        h = (height - 2 * pad) * n / top
+        x = pad + i * bar
+        y = height - pad - h
+        out.append(
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 2:.1f}" height="{h:.1f}" fill="#4c78a8">'
+            f"<title>{i / len(counts):.2f}-{(i + 1) / len(counts):.2f}: {n}</title></rect>"
+        )
+    out.append(
+        f'<text x="{pad}" y="{height - 6}" font-size="11">0</text>'
+        f'<text x="{width - pad - 8}" y="{height - 6}" font-size="11">1</text>'
+        f'<text x="{pad}" y="14" font-size="11">max {top:,} traces</text></svg>'
+    )
+    return "".join(out)
+
+
+def _svg_tools(rows: list[tuple[str, int, int, int, float, float]]) -> str:
+    rows = rows[:SHOW]
+    width, row_h, label = 520, 20, 200
+    height = row_h * len(rows) + 10
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'role="img" aria-label="failure rate per tool">'
+    ]
+    for i, (tool, calls, failed, _, rate, _) in enumerate(rows):
+        y = 5 + i * row_h
+        w = (width - label - 60) * rate
+        name = html.escape(_r(tool)[:30])
+        out.append(
+            f'<text x="0" y="{y + 14}" font-size="12">{name}</text>'
+            f'<rect x="{label}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="#e45756">'
+            f"<title>{failed:,} of {calls:,}</title></rect>"
+            f'<text x="{label + w + 4:.1f}" y="{y + 14}" font-size="12">{rate:.1%}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def render_html(result: DatasetResult) -> str:
+    """The aggregate as one self-contained HTML page (inline SVG, no network; redacted)."""
+
+    def esc(text: object) -> str:
+        return html.escape(_r(text))
+
+    def table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        )
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>toolscore dataset</title>",
+        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}"
+        "table{border-collapse:collapse}tr:nth-child(even){background:#f4f4f4}</style></head><body>",
+        "<h1>toolscore dataset report</h1>",
+        table(("", ""), [(n, _r(v)) for n, v in _headline(result)]),
+        "<h2>Score distribution</h2>",
+        _svg_histogram(result.aggregate.histogram),
+    ]
+    rates = result.aggregate.tool_rates()
+    if rates:
+        parts += ["<h2>Failure rate per tool</h2>", _svg_tools(rates)]
+        parts.append(table(("tool", "calls", "failed", "retried"), _tool_rows(result)))
+    if result.aggregate.findings:
+        parts += [
+            "<h2>Findings</h2>",
+            table(("kind", "count in traces", "examples"), _finding_rows(result)),
+        ]
+    if result.aggregate.worst:
+        parts += ["<h2>Worst traces</h2>", table(("trace", "score"), _worst_rows(result))]
+    if result.tasks_count:
+        parts += [
+            f"<h2>Tasks (first {min(SHOW, result.tasks_count)} of {result.tasks_count:,})</h2>",
+            table(("task", "passed", "pass@k", "pass^k"), _task_rows(result)),
+        ]
+    errors = _error_lines(result)
+    if errors:
+        parts += ["<h2>Input</h2><ul>"] + [f"<li>{esc(line)}</li>" for line in errors] + ["</ul>"]
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def write_text(text: str, path: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)

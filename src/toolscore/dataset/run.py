@@ -1,0 +1,635 @@
+"""The driver: plan the parts, run them, shift their line numbers, check ids, aggregate.
+
+Memory in the driver does not grow with the number of traces: records go to a spool file (and
+``per_trace``) as their part finishes, scores and task outcomes to their spills, seen trace ids
+to an SQLite file (duplicates and gold without a trace are found there); only the mergeable
+:class:`~.aggregate.Aggregate` stays in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from .aggregate import Aggregate, ScoreSpill, TaskOutcome, TaskSpill, overall_pass
+from .engine import PartLost, run_parts
+from .gold import GoldSpec, build_gold, gold_ids
+from .inputs import Part, list_inputs, plan_parts
+from .records import PassCriterion, TraceRecord, record_line
+from .worker import Config, PartResult
+
+__all__ = ["DatasetResult", "aevaluate_dataset", "evaluate_dataset"]
+
+MAX_LISTED = 1000
+"""Errors, traces without gold and gold without traces kept on the result (all are counted,
+and every one is in the per-trace records)."""
+
+
+@dataclass
+class DatasetResult:
+    """A dataset run: iterate it for the per-trace records; ``aggregate`` holds the totals."""
+
+    aggregate: Aggregate
+    criterion: PassCriterion
+    median: float | None
+    p10: float | None
+    pass_k: list[tuple[int, int, float, float]]
+    """``(k, tasks with >= k trials, pass@k, pass^k)``."""
+    tasks_count: int
+    errors: list[TraceRecord]
+    missing_gold: list[str]
+    missing_trace: list[str]
+    problems: list[str]
+    """Run-level problems: lost parts, retried workers, unusable gold lines."""
+    elapsed: float
+    bytes_read: int
+    engine: str
+    workers: int
+    _spool: str
+    _tasks: str
+    _workdir: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # the temporary files go with the result (or with close())
+        self._finalizer = weakref.finalize(
+            self, shutil.rmtree, self._workdir or "", ignore_errors=True
+        )
+
+    def __iter__(self) -> Iterator[TraceRecord]:
+        """Every record (traces in reading order, then gold without a trace)."""
+        decoder = msgspec.json.Decoder(TraceRecord)
+        with open(self._spool, "rb") as f:
+            for line in f:
+                yield decoder.decode(line)
+
+    @property
+    def tasks(self) -> Iterator[TaskOutcome]:
+        """Each task's trials with pass@k and pass^k (sorted by task within hash partitions)."""
+        decoder = msgspec.json.Decoder(TaskOutcome)
+        with open(self._tasks, "rb") as f:
+            for line in f:
+                yield decoder.decode(line)
+
+    @property
+    def traces(self) -> int:
+        return self.aggregate.traces
+
+    @property
+    def mean(self) -> float | None:
+        return self.aggregate.mean
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.aggregate.pass_rate
+
+    @property
+    def input_errors(self) -> int:
+        """Error records (broken traces, unreadable lines, lost parts)."""
+        return self.aggregate.statuses.get("error", 0)
+
+    def close(self) -> None:
+        """Remove the temporary files (also done when the result is collected)."""
+        self._finalizer()
+
+    def summary(self) -> dict[str, Any]:
+        """The aggregate as JSON data."""
+        agg = self.aggregate
+        return {
+            "traces": agg.traces,
+            "statuses": dict(agg.statuses),
+            "scored": agg.scored,
+            "mean_score": agg.mean,
+            "median_score": self.median,
+            "p10_score": self.p10,
+            "min_score": agg.score_min if agg.scored else None,
+            "max_score": agg.score_max if agg.scored else None,
+            "grades": {g: agg.grades.get(g, 0) for g in ("A", "B", "C", "D", "F")},
+            "score_histogram": agg.histogram,
+            "pass_criterion": self.criterion.to_json(),
+            "passed": agg.passed,
+            "judged": agg.judged,
+            "pass_rate": agg.pass_rate,
+            "tasks": self.tasks_count,
+            "pass_at_k": {str(k): at for k, _, at, _ in self.pass_k},
+            "pass_hat_k": {str(k): hat for k, _, _, hat in self.pass_k},
+            "tasks_with_k_trials": {str(k): n for k, n, _, _ in self.pass_k},
+            "calls": agg.calls,
+            "failed_calls": agg.failed_calls,
+            "retries": agg.retries,
+            "violations": agg.violations,
+            "traces_with_violations": agg.traces_with_violations,
+            "tools": [
+                {
+                    "tool": tool,
+                    "calls": c,
+                    "failed": f,
+                    "retries": r,
+                    "failure_rate": fr,
+                    "retry_rate": rr,
+                }
+                for tool, c, f, r, fr, rr in agg.tool_rates()
+            ],
+            "findings": [
+                {
+                    "kind": kind,
+                    "count": count,
+                    "traces": agg.finding_traces[kind],
+                    "examples": [trace_id for _, trace_id in agg.examples.get(kind, [])],
+                }
+                for kind, count in sorted(agg.findings.items(), key=lambda kv: (-kv[1], kv[0]))
+            ],
+            "worst": [{"trace_id": t, "score": s} for s, _, t in agg.worst],
+            "missing_gold": len(self.missing_gold_all()),
+            "missing_trace": agg.statuses.get("no_trace", 0),
+            "input_errors": self.input_errors,
+            "elapsed_s": self.elapsed,
+            "traces_per_s": agg.traces / self.elapsed if self.elapsed > 0 else None,
+            "bytes": self.bytes_read,
+            "engine": self.engine,
+            "workers": self.workers,
+        }
+
+    def missing_gold_all(self) -> list[str]:
+        return self.missing_gold
+
+
+def _dump_task(outcome: TaskOutcome) -> bytes:
+    return msgspec.json.encode(outcome) + b"\n"
+
+
+def evaluate_dataset(
+    gold: str | Sequence[Mapping[str, Any]],
+    traces: str,
+    *,
+    format: str = "auto",
+    weights: Mapping[str, float] | None = None,
+    forbidden: str | Sequence[Mapping[str, Any]] | None = None,
+    strict: bool = False,
+    trace_key: str | None = None,
+    task_key: str | None = None,
+    task_regex: str | None = None,
+    criterion: PassCriterion | None = None,
+    per_trace: str | None = None,
+    engine: str = "local",
+    workers: int | None = None,
+    client: Any = None,
+    scheduler: str | None = None,
+    interleaved: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    part_bytes: int | None = None,
+    on_record: Callable[[TraceRecord], None] | None = None,
+    on_progress: Callable[[int, int | None, int, int], None] | None = None,
+    on_problem: Callable[[str], None] | None = None,
+    workdir: str | None = None,
+) -> DatasetResult:
+    """Evaluate every trace of a dataset against its own gold.
+
+    Args:
+        gold: one gold file for every trace, a JSON Lines gold keyed by trace id, a directory
+            of gold files matched by name, or the expected calls in Python.
+        traces: a file, a directory, a glob, or an fsspec URL (``s3://``, ``memory://``...).
+        format: the traces' format (``auto`` detects each trace's).
+        weights, forbidden, strict: as for :func:`toolscore.evaluate_trace`.
+        trace_key: the field holding the trace id in multi-trace JSON Lines (default: the
+            first of ``trace_id``, ``session_id``, ``conversation_id``... present).
+        task_key: a field giving each trace's task (read on its first line).
+        task_regex: a regex over the trace id giving its task (group ``task``, else group 1,
+            else the match); by default ids ending in ``/trialN`` (``_try``, ``-run``...)
+            belong to the task before it.
+        criterion: what counts as a pass (see :class:`PassCriterion`).
+        per_trace: write each record as a JSON line (or a Parquet row, for ``.parquet``)
+            to this file as its part finishes.
+        engine: ``local`` (a process pool), ``dask``, or ``inline`` (this process).
+        workers: processes for ``local`` (default: one per CPU).
+        client: a ``distributed.Client`` to run the parts on (implies ``engine="dask"``).
+        scheduler: a Dask scheduler address (``tcp://host:port``), when no client is given.
+        interleaved: the lines of one trace may be anywhere in their file.
+        storage_options: passed to fsspec for URLs (credentials, endpoint).
+        part_bytes: the size of a byte-range part of a large file.
+        on_record: receives each record in reading order.
+        on_progress: receives ``(records so far, traces expected or None, bytes read so far,
+            total bytes)`` as parts finish.
+        on_problem: receives run-level problems (a worker died, a part retried) as they happen.
+        workdir: where temporary files go (default: the system's).
+
+    Raises:
+        InputError: TRACES matches nothing.
+        GoldFileError: the gold cannot be read.
+        UsageError: a bad option (format, engine, regex).
+    """
+    from ..errors import UsageError
+    from ..result import normalize_weights
+    from ..sources.detect import check_format
+
+    check_format(format)
+    if engine not in ("local", "dask", "inline"):
+        raise UsageError(f"unknown engine {engine!r}; use local, dask or inline")
+    if task_regex is not None:
+        import re
+
+        try:
+            re.compile(task_regex)
+        except re.error as exc:
+            raise UsageError(f"--task-regex: {exc}") from None
+    norm = None if weights is None else normalize_weights(weights)
+    options = dict(storage_options or {})
+    started = time.perf_counter()
+    work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
+    try:
+        spec = build_gold(gold, work, key=trace_key, storage_options=options)
+        inputs = list_inputs(traces, options)
+        key = trace_key if trace_key not in (None, "auto") else None
+        parts = plan_parts(
+            inputs,
+            key=key,
+            task_key=task_key,
+            force_interleaved=interleaved,
+            storage_options=options,
+            **({"part_bytes": part_bytes} if part_bytes else {}),
+        )
+        if isinstance(forbidden, str) or forbidden is None:
+            rules: str | tuple[Any, ...] | None = forbidden
+        else:
+            rules = tuple(forbidden)
+        cfg = Config(
+            gold=spec,
+            format=format,
+            weights=norm,
+            forbidden=rules,
+            strict=strict,
+            trace_key=trace_key,
+            task_key=task_key,
+            task_regex=task_regex,
+            criterion=criterion or PassCriterion(),
+            interleaved=interleaved,
+            storage_options=options,
+            spill_dir=work,
+        )
+        return _drive(
+            parts,
+            cfg,
+            spec,
+            work,
+            started=started,
+            per_trace=per_trace,
+            engine=engine,
+            workers=workers,
+            client=client,
+            scheduler=scheduler,
+            on_record=on_record,
+            on_progress=on_progress,
+            on_problem=on_problem,
+        )
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+async def aevaluate_dataset(
+    gold: str | Sequence[Mapping[str, Any]], traces: str, **options: Any
+) -> DatasetResult:
+    """:func:`evaluate_dataset` from async code: the driver runs in a worker thread (the
+    parts run in processes or on the cluster); cancelling abandons the wait."""
+    import functools
+
+    import anyio.to_thread
+
+    call = functools.partial(evaluate_dataset, gold, traces, **options)
+    return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+
+class _Writer:
+    """The per-trace file: JSON Lines, or Parquet through pyarrow in row groups."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.parquet = path.lower().endswith(".parquet")
+        self._rows: list[dict[str, Any]] = []
+        self._pq: Any = None
+        if self.parquet:
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                from ..errors import UsageError
+
+                raise UsageError(
+                    f"{path}: Parquet needs pyarrow: pip install 'toolscore[parquet]'"
+                ) from None
+            self._f = None
+        else:
+            self._f = open(path, "wb")
+
+    def write(self, records: list[TraceRecord]) -> None:
+        if self._f is not None:
+            self._f.write(b"".join(record_line(r) for r in records))
+            self._f.flush()
+            return
+        for r in records:
+            row = msgspec.structs.asdict(r)
+            del row["order"]
+            row["findings"] = [{"kind": k, "count": v} for k, v in r.findings.items()]
+            row["tools"] = [
+                {"tool": t, "calls": c[0], "failed": c[1], "retries": c[2]}
+                for t, c in r.tools.items()
+            ]
+            self._rows.append(row)
+        if len(self._rows) >= 65_536:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._rows:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist(self._rows, schema=_parquet_schema())
+        if self._pq is None:
+            self._pq = pq.ParquetWriter(self.path, table.schema)
+        self._pq.write_table(table)
+        self._rows = []
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            return
+        self._flush()
+        if self._pq is None:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.Table.from_pylist([], schema=_parquet_schema()), self.path)
+        else:
+            self._pq.close()
+
+
+def _parquet_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("trace_id", pa.string()),
+            ("task", pa.string()),
+            ("status", pa.string()),
+            ("score", pa.float64()),
+            ("grade", pa.string()),
+            ("passed", pa.bool_()),
+            ("calls", pa.int64()),
+            ("expected_calls", pa.int64()),
+            ("selection_accuracy", pa.float64()),
+            ("argument_f1", pa.float64()),
+            ("sequence_accuracy", pa.float64()),
+            ("required_call_recall", pa.float64()),
+            ("failed_calls", pa.int64()),
+            ("retries", pa.int64()),
+            ("violations", pa.int64()),
+            (
+                "findings",
+                pa.list_(pa.struct([("kind", pa.string()), ("count", pa.int64())])),
+            ),
+            (
+                "tools",
+                pa.list_(
+                    pa.struct(
+                        [
+                            ("tool", pa.string()),
+                            ("calls", pa.int64()),
+                            ("failed", pa.int64()),
+                            ("retries", pa.int64()),
+                        ]
+                    )
+                ),
+            ),
+            ("source", pa.string()),
+            ("line", pa.int64()),
+            ("offset", pa.int64()),
+            ("error", pa.string()),
+        ]
+    )
+
+
+class _Seen:
+    """Trace ids seen so far, on disk: a second sighting is an error record."""
+
+    def __init__(self, path: str) -> None:
+        self.conn = sqlite3.connect(path)
+        self.conn.execute("PRAGMA journal_mode=OFF")
+        self.conn.execute("PRAGMA synchronous=OFF")
+        self.conn.execute("CREATE TABLE seen (id TEXT PRIMARY KEY) WITHOUT ROWID")
+
+    def add(self, records: list[TraceRecord]) -> list[TraceRecord]:
+        """Records whose id was seen before (in this batch or an earlier one)."""
+        ids = [(r.trace_id,) for r in records if r.trace_id]
+        before = self.conn.total_changes
+        self.conn.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ids)
+        if self.conn.total_changes - before == len(ids):
+            return []
+        # rare: find which ones (each record's id against those before it)
+        self.conn.rollback()
+        dup: list[TraceRecord] = []
+        for r in records:
+            if not r.trace_id:
+                continue
+            cur = self.conn.execute("INSERT OR IGNORE INTO seen VALUES (?)", (r.trace_id,))
+            if cur.rowcount == 0:
+                dup.append(r)
+        return dup
+
+    def missing(self, spec: GoldSpec) -> Iterator[str]:
+        self.conn.commit()
+        for gold_id in gold_ids(spec):
+            row = self.conn.execute("SELECT 1 FROM seen WHERE id = ?", (gold_id,)).fetchone()
+            if row is None:
+                yield gold_id
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _shift(result: PartResult, base: dict[str, int], part: Part) -> None:
+    """Line numbers from the part's start to the file's."""
+    if part.end is None and part.start == 0:
+        return
+    url = part.inputs[0].url
+    shift = base.get(url, 0)
+    if not shift:
+        return
+    for r in result.records:
+        if r.line is not None:
+            old = r.line
+            r.line = old + shift
+            if r.error and r.error.startswith(f"{url}:"):
+                r.error = _shift_error(r.error, url, shift)
+
+
+def _shift_error(text: str, url: str, shift: int) -> str:
+    rest = text[len(url) + 1 :]
+    number, sep, tail = rest.partition(":")
+    if sep and number.isdigit():
+        return f"{url}:{int(number) + shift}:{tail}"
+    return text
+
+
+def _drive(
+    parts: list[Part],
+    cfg: Config,
+    spec: GoldSpec,
+    work: str,
+    *,
+    started: float,
+    per_trace: str | None,
+    engine: str,
+    workers: int | None,
+    client: Any,
+    scheduler: str | None,
+    on_record: Callable[[TraceRecord], None] | None,
+    on_progress: Callable[[int, int | None, int, int], None] | None,
+    on_problem: Callable[[str], None] | None,
+) -> DatasetResult:
+    agg = Aggregate()
+    scores = ScoreSpill(os.path.join(work, "scores.f64"))
+    tasks = TaskSpill(work)
+    seen = _Seen(os.path.join(work, "seen.sqlite"))
+    spool_path = os.path.join(work, "records.jsonl")
+    spool = open(spool_path, "wb")
+    writer = _Writer(per_trace) if per_trace else None
+    problems: list[str] = list(spec.problems)
+    errors: list[TraceRecord] = []
+    missing_gold: list[str] = []
+    missing_trace: list[str] = []
+    base: dict[str, int] = {}
+    done_records = 0
+    done_bytes = 0
+    total_bytes = sum(part.size for part in parts)
+
+    def problem(text: str) -> None:
+        problems.append(text)
+        if on_problem is not None:
+            on_problem(text)
+
+    def retried(part: Part, reason: str) -> None:
+        problem(f"{reason} while evaluating {part.describe()}; its traces are evaluated again")
+
+    def take(records: list[TraceRecord]) -> None:
+        nonlocal done_records
+        for r in records:
+            agg.add(r)
+            if r.score is not None:
+                scores.add(r.score)
+            if r.passed is not None:
+                tasks.add(r.task, r.passed)
+            if r.status == "error" and len(errors) < MAX_LISTED:
+                errors.append(r)
+            if r.status == "no_gold" and len(missing_gold) < MAX_LISTED:
+                missing_gold.append(r.trace_id)
+            if on_record is not None:
+                on_record(r)
+        spool.write(b"".join(record_line(r) for r in records))
+        if writer is not None:
+            writer.write(records)
+        done_records += len(records)
+
+    effective = "dask" if (client is not None or scheduler is not None) else engine
+    count = workers or os.cpu_count() or 1
+    try:
+        for outcome in run_parts(
+            parts,
+            cfg,
+            engine=effective,
+            workers=workers,
+            client=client,
+            scheduler=scheduler,
+            on_retry=retried,
+        ):
+            if isinstance(outcome, PartLost):
+                part = outcome.part
+                problem(f"{part.describe()}: not evaluated: {outcome.reason}")
+                lost = TraceRecord(
+                    trace_id="",
+                    task="",
+                    status="error",
+                    source=part.inputs[0].url,
+                    offset=part.start,
+                    error=f"{part.describe()}: not evaluated: {outcome.reason}",
+                    order=(part.index, 0),
+                )
+                take([lost])
+                done_bytes += part.size
+                continue
+            part = parts[outcome.index]
+            _shift(outcome, base, part)
+            for item, lines in zip(part.inputs, outcome.lines, strict=True):
+                base[item.url] = base.get(item.url, 0) + lines
+            duplicates = seen.add(outcome.records)
+            for r in duplicates:
+                r.status = "error"
+                r.error = (
+                    f"{r.source}:{r.line}: trace {r.trace_id!r} was already read earlier: "
+                    "its lines are not contiguous (use --interleaved) or two files hold the same id"
+                )
+                r.score = None
+                r.passed = None
+                r.grade = None
+            take(outcome.records)
+            done_bytes += outcome.bytes_read
+            if on_progress is not None:
+                on_progress(done_records, spec.count or None, done_bytes, total_bytes)
+        no_trace: list[TraceRecord] = []
+        for gold_id in seen.missing(spec):
+            if len(missing_trace) < MAX_LISTED:
+                missing_trace.append(gold_id)
+            no_trace.append(
+                TraceRecord(
+                    trace_id=gold_id,
+                    task=gold_id,
+                    status="no_trace",
+                    error=f"gold {gold_id!r} has no trace",
+                    order=(len(parts), len(no_trace)),
+                )
+            )
+            if len(no_trace) >= 10_000:
+                take(no_trace)
+                no_trace = []
+        take(no_trace)
+    finally:
+        seen.close()
+        spool.close()
+        if writer is not None:
+            writer.close()
+        scores.close()
+    tasks_path = os.path.join(work, "tasks.jsonl")
+    tasks_count = 0
+    with open(tasks_path, "wb") as f:
+        for outcome_ in tasks.outcomes():
+            f.write(_dump_task(outcome_))
+            tasks_count += 1
+    lo, hi = agg.score_min, agg.score_max
+    median = scores.quantile(0.5, lo, hi) if agg.scored else None
+    p10 = scores.quantile(0.1, lo, hi) if agg.scored else None
+    return DatasetResult(
+        aggregate=agg,
+        criterion=cfg.criterion,
+        median=median,
+        p10=p10,
+        pass_k=overall_pass(tasks.by_counts or {}),  # type: ignore[arg-type]
+        tasks_count=tasks_count,
+        errors=errors,
+        missing_gold=missing_gold,
+        missing_trace=missing_trace,
+        problems=problems,
+        elapsed=time.perf_counter() - started,
+        bytes_read=done_bytes,
+        engine=effective if effective != "local" or count > 1 else "inline",
+        workers=count,
+        _spool=spool_path,
+        _tasks=tasks_path,
+        _workdir=work,
+    )

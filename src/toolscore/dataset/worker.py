@@ -1,0 +1,472 @@
+"""A part of a dataset evaluated in one worker (a pool process, a Dask worker, or inline).
+
+Each trace is evaluated whole by :func:`toolscore.api.evaluate_trace`, so its score is the one
+``toolscore eval`` gives that trace alone; :func:`run_part` returns the part's records in
+reading order, with line numbers counted from the part's start (the driver shifts them).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ..calls import ToolCall
+from ..columns import Columns
+from ..errors import ToolscoreError
+from .gold import GoldSpec, gold_lookup
+from .inputs import (
+    Grouper,
+    IdReader,
+    Input,
+    Part,
+    Trace,
+    contiguous_traces,
+    detect_key,
+    first_line,
+    interleaved,
+    is_otlp,
+    open_input,
+    otlp_items,
+    otlp_traces,
+)
+from .records import PassCriterion, TraceRecord
+
+__all__ = ["DEFAULT_TASK_REGEX", "Config", "PartResult", "run_part"]
+
+DEFAULT_TASK_REGEX = r"^(?P<task>.+?)[/:_.-]+(?:trial|try|run|sample|attempt|seed)[-_]?\d+$"
+"""Without ``--task-key`` or ``--task-regex``, a trace id ending in ``/trial2`` (``_try3``,
+``-run1``, ``.sample0``...) belongs to the task before it; any other id is its own task."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a worker needs besides its part (picklable)."""
+
+    gold: GoldSpec
+    format: str = "auto"
+    weights: dict[str, float] | None = None
+    forbidden: str | tuple[Any, ...] | None = None
+    strict: bool = False
+    trace_key: str | None = None
+    """``None`` or ``auto``: detected per file from :data:`~.inputs.ID_KEYS`."""
+    task_key: str | None = None
+    task_regex: str | None = None
+    criterion: PassCriterion = field(default_factory=PassCriterion)
+    interleaved: bool = False
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    spill_dir: str | None = None
+
+
+@dataclass
+class PartResult:
+    """What a part gives back."""
+
+    index: int
+    records: list[TraceRecord]
+    lines: list[int]
+    """Lines read in each of the part's files (for the line numbers of the next part)."""
+    bytes_read: int = 0
+
+
+class _ToolCounter:
+    """A call sink counting calls per tool (columns: no ``ToolCall`` is built for it)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, calls: list[ToolCall]) -> None:
+        self.counts.update(call.tool for call in calls)
+
+    def take_columns(self, columns: Columns) -> None:
+        self.counts.update(columns.tools)
+
+
+_RULES: dict[Any, Any] = {}
+
+
+def _rules(forbidden: str | tuple[Any, ...] | None) -> Any:
+    if forbidden is None:
+        return None
+    key = forbidden if isinstance(forbidden, str) else id(forbidden)
+    rules = _RULES.get(key)
+    if rules is None:
+        from ..rules import load_forbidden_rules, rules_from_python
+
+        rules = (
+            load_forbidden_rules(forbidden)
+            if isinstance(forbidden, str)
+            else rules_from_python(list(forbidden))
+        )
+        _RULES.clear()
+        _RULES[key] = rules
+    return rules
+
+
+class _Tasks:
+    def __init__(self, cfg: Config) -> None:
+        pattern = cfg.task_regex or DEFAULT_TASK_REGEX
+        self.regex = re.compile(pattern)
+        self.explicit = cfg.task_regex is not None
+
+    def task(self, trace_id: str, field_value: str | None) -> str:
+        if field_value is not None:
+            return field_value
+        match = self.regex.search(trace_id)
+        if match is None:
+            return trace_id
+        if "task" in self.regex.groupindex:
+            return match.group("task") or trace_id
+        if self.regex.groups:
+            return match.group(1) or trace_id
+        return match.group(0)
+
+
+def evaluate_one(
+    cfg: Config,
+    trace_id: str,
+    task: str,
+    data: IO[bytes] | str,
+    gold: list[ToolCall] | None,
+    *,
+    source: str,
+    linenos: list[int] | None = None,
+    offset: int | None = None,
+    line: int | None = None,
+    order: tuple[int, int] = (0, 0),
+) -> TraceRecord:
+    """Evaluate one trace (bytes or a path) against its gold into a record."""
+    from ..api import evaluate_trace
+    from ..redact import redact_secrets
+    from ..reports import secret_count
+
+    counter = _ToolCounter()
+    record = TraceRecord(
+        trace_id=trace_id, task=task, source=source, line=line, offset=offset, order=order
+    )
+    try:
+        result = evaluate_trace(
+            gold if gold is not None else [],
+            data,
+            format=cfg.format,
+            weights=cfg.weights,
+            forbidden=_rules(cfg.forbidden),
+            strict=cfg.strict,
+            on_calls=counter,
+        )
+    except (ToolscoreError, ValueError, OSError) as exc:
+        record.status = "error"
+        record.error = redact_secrets(_where(exc, source, linenos, line))
+        if gold is None:
+            record.status = "error"
+        record.expected_calls = len(gold or ())
+        return record
+    record.calls = result.trace_calls_count
+    record.expected_calls = len(result.gold_calls)
+    failed: Counter[str] = Counter(dict(result.failed_tools))
+    retried: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    for finding in result.findings:
+        kinds[f"{finding.check}/{finding.kind}"] += 1
+        if finding.kind == "retry_after_error" and finding.tool is not None:
+            retried[finding.tool] += 1
+    record.findings = dict(kinds)
+    record.failed_calls = sum(failed.values())
+    record.retries = sum(retried.values())
+    record.violations = len(result.policy_violations) + secret_count(result)
+    tools = counter.counts
+    record.tools = {
+        tool: [tools.get(tool, 0), failed.get(tool, 0), retried.get(tool, 0)]
+        for tool in {*tools, *failed, *retried}
+    }
+    problem = _input_problem(result, source, linenos)
+    if problem is not None:
+        record.status = "error"
+        record.error = redact_secrets(problem)
+    if gold is None:
+        if record.status == "ok":
+            record.status = "no_gold"
+        return record
+    record.score = float(result.score)
+    record.grade = result.grade
+    record.selection_accuracy = float(result.selection_accuracy)
+    record.argument_f1 = float(result.argument_f1)
+    record.sequence_accuracy = float(result.sequence_accuracy)
+    recall = result.required_call_recall
+    record.required_call_recall = None if recall is None else float(recall)
+    record.passed = cfg.criterion.passes(record)
+    return record
+
+
+def _line(rel: int | None, linenos: list[int] | None) -> int | None:
+    if rel is None or linenos is None:
+        return rel
+    return linenos[rel - 1] if 0 < rel <= len(linenos) else None
+
+
+def _where(exc: BaseException, source: str, linenos: list[int] | None, line: int | None) -> str:
+    from ..errors import InputError
+
+    if isinstance(exc, InputError):
+        at = _line(exc.line, linenos) if linenos is not None else exc.line
+        if linenos is None and exc.line is None and exc.offset is not None:
+            return f"{source}: byte {exc.offset}: {exc.problem}"
+        where = (
+            f"{source}:{at}"
+            if at is not None
+            else (f"{source}:{line}" if line is not None else source)
+        )
+        return f"{where}: {exc.problem}"
+    return f"{source}: {exc}"
+
+
+def _input_problem(result: Any, source: str, linenos: list[int] | None) -> str | None:
+    error = result.input_error
+    if error is not None:
+        return _where(error, source, linenos, None)
+    if not result.input_problems:
+        return None
+    first = next((f for f in result.input_findings if f.severity == "error"), None)
+    if first is None:
+        return None
+    text: str = first.message
+    loc = first.location
+    if loc is not None and loc.line is not None:
+        at = _line(loc.line, linenos)
+        prefix = f"{loc.source}:{loc.line}: "
+        text = f"{source}:{at}: {text.removeprefix(prefix)}"
+    more = result.input_problems - 1
+    return text + (f" (and {more} more)" if more > 0 else "")
+
+
+def run_part(part: Part, cfg: Config) -> PartResult:
+    """Evaluate every trace of ``part``."""
+    gold = gold_lookup(cfg.gold)
+    tasks = _Tasks(cfg)
+    records: list[TraceRecord] = []
+    lines: list[int] = []
+    for item in part.inputs:
+        lines.append(_run_input(part, item, cfg, gold, tasks, records))
+    return PartResult(part.index, records, lines, part.size)
+
+
+def _run_input(
+    part: Part, item: Input, cfg: Config, gold: Any, tasks: _Tasks, records: list[TraceRecord]
+) -> int:
+    """Evaluate one input (or its range); returns the lines read."""
+    source = item.url
+    position = len(records)
+
+    def order() -> tuple[int, int]:
+        return (part.index, len(records))
+
+    try:
+        f = open_input(item.url, cfg.storage_options)
+    except OSError as exc:
+        records.append(
+            TraceRecord(
+                trace_id=item.name,
+                task=item.name,
+                status="error",
+                source=source,
+                error=f"{source}: cannot read: {exc}",
+                order=order(),
+            )
+        )
+        return 0
+    with f:
+        key = part.key
+        compressed = item.url.lower().endswith((".gz", ".zst", ".zstd"))
+        if key is None and not compressed:
+            head = f.read(1 << 20)
+            f.seek(0)
+            key = detect_key(first_line(head), cfg.trace_key)
+            if key is None and is_otlp(head):
+                return _run_otlp(f, head, item, cfg, gold, tasks, records, part)
+        if key is None:
+            # one trace: read as `toolscore eval` reads it, streaming
+            f.close()
+            name = item.name
+            calls = _gold_or_error(gold, name, name, source, records, order)
+            if calls is False:
+                return 0
+            data: IO[bytes] | str = item.url if not _is_remote(item) else _remote(item, cfg)
+            records.append(
+                evaluate_one(
+                    cfg,
+                    name,
+                    tasks.task(name, None),
+                    data,
+                    calls,  # type: ignore[arg-type]
+                    source=source,
+                    order=order(),
+                )
+            )
+            return 0
+        ids = IdReader(key, cfg.task_key)
+        if part.end is None:
+            head = f.read(1 << 20)
+            f.seek(0)
+            grouped = cfg.interleaved or interleaved(head, ids)
+        else:
+            grouped = False
+        if grouped:
+            return _run_grouped(f, ids, item, cfg, gold, tasks, records, part)
+        lines_read = 0
+        for got in contiguous_traces(f, ids, part.start, part.end):
+            if isinstance(got, tuple):
+                lineno, offset, problem = got
+                if problem:
+                    records.append(_line_error(source, lineno, offset, problem, order()))
+                else:
+                    lines_read = lineno
+                continue
+            _evaluate_trace(got, item, cfg, gold, tasks, records, part)
+    del position
+    return lines_read
+
+
+def _is_remote(item: Input) -> bool:
+    return "://" in item.url
+
+
+def _remote(item: Input, cfg: Config) -> IO[bytes]:
+    return open_input(item.url, cfg.storage_options)
+
+
+def _line_error(
+    source: str, lineno: int, offset: int, problem: str, order: tuple[int, int]
+) -> TraceRecord:
+    return TraceRecord(
+        trace_id="",
+        task="",
+        status="error",
+        source=source,
+        line=lineno,
+        offset=offset,
+        error=f"{source}:{lineno}: {problem}",
+        order=order,
+    )
+
+
+def _gold_or_error(
+    gold: Any, trace_id: str, name: str | None, source: str, records: list[TraceRecord], order: Any
+) -> list[ToolCall] | bool | None:
+    try:
+        calls: list[ToolCall] | None = gold.get(trace_id, name)
+    except (ToolscoreError, OSError, ValueError) as exc:
+        records.append(
+            TraceRecord(
+                trace_id=trace_id,
+                task=trace_id,
+                status="error",
+                source=source,
+                error=f"gold of {trace_id}: {exc}",
+                order=order(),
+            )
+        )
+        return False
+    return calls
+
+
+def _evaluate_trace(
+    trace: Trace,
+    item: Input,
+    cfg: Config,
+    gold: Any,
+    tasks: _Tasks,
+    records: list[TraceRecord],
+    part: Part,
+) -> None:
+    trace_id = trace.trace_id or ""
+
+    def order() -> tuple[int, int]:
+        return (part.index, len(records))
+
+    calls = _gold_or_error(gold, trace_id, None, item.url, records, order)
+    if calls is False:
+        return
+    records.append(
+        evaluate_one(
+            cfg,
+            trace_id,
+            tasks.task(trace_id, trace.task),
+            io.BytesIO(b"".join(trace.lines)),
+            calls,  # type: ignore[arg-type]
+            source=item.url,
+            linenos=trace.linenos,
+            line=trace.linenos[0] if trace.linenos else None,
+            offset=trace.offset,
+            order=order(),
+        )
+    )
+
+
+def _run_grouped(
+    f: IO[bytes],
+    ids: IdReader,
+    item: Input,
+    cfg: Config,
+    gold: Any,
+    tasks: _Tasks,
+    records: list[TraceRecord],
+    part: Part,
+) -> int:
+    from .inputs import iter_lines
+
+    grouper = Grouper(directory=cfg.spill_dir)
+    lineno = 0
+    last: str | None = None
+    for offset, line in iter_lines(f):
+        lineno += 1
+        if not line.strip():
+            continue
+        got = ids.read(line)
+        if got is None and last is not None:
+            grouper.add(last, None, line, lineno, offset)
+            continue
+        if got is None or got[0] is None:
+            problem = (
+                "malformed JSON line (not a JSON object)"
+                if got is None
+                else (f"the line has no {ids.key!r}")
+            )
+            records.append(
+                _line_error(item.url, lineno, offset, problem, (part.index, len(records)))
+            )
+            continue
+        last = got[0]
+        grouper.add(got[0], got[1], line, lineno, offset)
+    for trace in grouper.traces():
+        _evaluate_trace(trace, item, cfg, gold, tasks, records, part)
+    return lineno
+
+
+def _run_otlp(
+    f: IO[bytes],
+    head: bytes,
+    item: Input,
+    cfg: Config,
+    gold: Any,
+    tasks: _Tasks,
+    records: list[TraceRecord],
+    part: Part,
+) -> int:
+    grouper = Grouper(directory=cfg.spill_dir)
+    lines = 0
+    for lineno, offset, rs in otlp_items(f, head):
+        lines = max(lines, lineno)
+        if isinstance(rs, Exception):
+            records.append(
+                _line_error(
+                    item.url, lineno, offset, f"malformed JSON: {rs}", (part.index, len(records))
+                )
+            )
+            continue
+        for trace_id, export in otlp_traces(rs):
+            grouper.add(trace_id, None, export, lineno, offset)
+    for trace in grouper.traces():
+        _evaluate_trace(trace, item, cfg, gold, tasks, records, part)
+    return lines

@@ -1,0 +1,536 @@
+"""Datasets: per-trace evaluation, gold per trace, pass@k/pass^k, outputs, gates, bad input."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import signal
+import sys
+from collections import defaultdict
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _cli import run_cli
+from toolscore import evaluate
+from toolscore.dataset import (
+    Aggregate,
+    PassCriterion,
+    TraceRecord,
+    aevaluate_dataset,
+    evaluate_dataset,
+    pass_at_k,
+    pass_hat_k,
+)
+from toolscore.dataset.aggregate import ExactSum, ScoreSpill
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_datasets", REPO / "benchmarks" / "datasets.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("gen")
+    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
+    _generator().generate(traces, gold, 120, seed=3)
+    return gold, traces
+
+
+def _by_trace(path: Path) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in path.read_bytes().splitlines():
+        if line.strip():
+            d = json.loads(line)
+            groups[d["trace_id"]].append(d)
+    return groups
+
+
+def _gold(path: Path) -> dict[str, list[dict[str, Any]]]:
+    out = {}
+    for line in path.read_bytes().splitlines():
+        d = json.loads(line)
+        out[d["trace_id"]] = d.get("expected", d.get("calls"))
+    return out
+
+
+def _asdict(record: TraceRecord) -> dict[str, Any]:
+    import msgspec
+
+    return msgspec.structs.asdict(record)
+
+
+# -- the estimators ------------------------------------------------------------------------
+
+
+def test_pass_k_by_hand() -> None:
+    # n=4 trials, c=2 passes: pass@1 = 1/2, pass@2 = 1 - C(2,2)/C(4,2) = 5/6,
+    # pass^2 = C(2,2)/C(4,2) = 1/6, pass^3 = 0, pass@3 = 1
+    assert pass_at_k(4, 2, 1) == 0.5
+    assert math.isclose(pass_at_k(4, 2, 2), 5 / 6)
+    assert math.isclose(pass_hat_k(4, 2, 2), 1 / 6)
+    assert pass_hat_k(4, 2, 3) == 0.0
+    assert pass_at_k(4, 2, 3) == 1.0
+    assert pass_hat_k(3, 3, 3) == 1.0
+    with pytest.raises(ValueError):
+        pass_at_k(2, 1, 3)
+
+
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n))))
+def test_pass_k_estimators_match_enumeration(nc: tuple[int, int]) -> None:
+    # over every k-subset of the n trials: pass@k = P(some pass), pass^k = P(all pass)
+    from itertools import combinations
+
+    n, c = nc
+    trials = [True] * c + [False] * (n - c)
+    for k in range(1, n + 1):
+        subsets = list(combinations(trials, k))
+        assert math.isclose(pass_at_k(n, c, k), sum(any(s) for s in subsets) / len(subsets))
+        assert math.isclose(pass_hat_k(n, c, k), sum(all(s) for s in subsets) / len(subsets))
+
+
+@settings(max_examples=50)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=60), st.integers(1, 5))
+def test_exact_sum_merges_in_any_grouping(values: list[float], cut: int) -> None:
+    whole = ExactSum()
+    for v in values:
+        whole.add(v)
+    parts = [ExactSum() for _ in range(cut)]
+    for i, v in enumerate(values):
+        parts[i % cut].add(v)
+    merged = ExactSum()
+    for p in reversed(parts):
+        merged.merge(p)
+    assert whole.value == merged.value == math.fsum(values)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]) | st.floats(0, 1), min_size=1, max_size=300))
+def test_score_spill_quantiles_are_exact(tmp_path_factory: Any, scores: list[float]) -> None:
+    import statistics
+
+    path = tmp_path_factory.mktemp("q") / "s.f64"
+    spill = ScoreSpill(str(path))
+    spill.BUFFER = 7  # several flushes
+    for s in scores:
+        spill.add(s)
+    lo, hi = min(scores), max(scores)
+    assert spill.quantile(0.5, lo, hi) == pytest.approx(statistics.median(scores), abs=1e-12)
+    ordered = sorted(scores)
+    pos = (len(scores) - 1) * 0.1
+    below = math.floor(pos)
+    want = ordered[below] + (ordered[min(below + 1, len(ordered) - 1)] - ordered[below]) * (
+        pos - below
+    )
+    assert spill.quantile(0.1, lo, hi) == pytest.approx(want, abs=1e-12)
+
+
+def test_aggregate_merge_equals_adding_all() -> None:
+    records = [
+        TraceRecord(
+            trace_id=f"t{i}",
+            task=f"k{i % 3}",
+            score=i / 10,
+            grade="A" if i > 8 else "F",
+            passed=i > 8,
+            calls=i,
+            tools={"a": [i, i % 2, 0]},
+            findings={"errors/failed_call": i % 2} if i % 2 else {},
+            order=(0, i),
+        )
+        for i in range(11)
+    ]
+    whole = Aggregate()
+    for r in records:
+        whole.add(r)
+    left, right = Aggregate(), Aggregate()
+    for r in records[:4]:
+        left.add(r)
+    for r in records[4:]:
+        right.add(r)
+    right.merge(left)
+    assert right == whole or (
+        right.score_sum.value == whole.score_sum.value
+        and right.tools == whole.tools
+        and right.worst == whole.worst
+        and right.examples == whole.examples
+        and right.histogram == whole.histogram
+    )
+
+
+# -- the corpus ------------------------------------------------------------------------------
+
+
+def test_corpus_scores_equal_evaluate_and_pass_hat_k_by_task(corpus: Path) -> None:
+    traces = corpus / "tau-bench-airline.jsonl"
+    gold_path = corpus / "tau-bench-airline.gold.jsonl"
+    result = evaluate_dataset(str(gold_path), str(traces), engine="inline", part_bytes=100_000)
+    gold = _gold(gold_path)
+    groups = _by_trace(traces)
+    records = {r.trace_id: r for r in result}
+    scored = [r for r in records.values() if r.status == "ok"]
+    assert len(scored) == len(groups) == 182
+    for trace_id, calls in groups.items():
+        expected = evaluate(gold[trace_id], calls).score
+        assert abs(records[trace_id].score - expected) <= 1e-9, trace_id  # type: ignore[operator]
+    # gold without a trace is reported, never dropped
+    missing = {r.trace_id for r in records.values() if r.status == "no_trace"}
+    assert missing == set(gold) - set(groups)
+    assert result.aggregate.statuses["no_trace"] == len(missing) == 18
+    # pass^k by task, against the records and the estimator formula
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for r in scored:
+        assert r.passed is not None
+        by_task[r.task].append(r.passed)
+    tasks = {t.task: t for t in result.tasks}
+    assert set(tasks) == set(by_task) and len(tasks) == 50
+    for name, outcome in tasks.items():
+        n, c = len(by_task[name]), sum(by_task[name])
+        assert (outcome.n, outcome.c) == (n, c)
+        for k in range(1, n + 1):
+            assert outcome.pass_hat[k - 1] == pytest.approx(
+                math.comb(c, k) / math.comb(n, k), abs=1e-12
+            )
+    # the dataset's pass^k is the mean over tasks with >= k trials
+    for k, count, at, hat in result.pass_k:
+        eligible = [t for t in tasks.values() if t.n >= k]
+        assert count == len(eligible)
+        assert hat == pytest.approx(sum(t.pass_hat[k - 1] for t in eligible) / count)
+        assert at == pytest.approx(sum(t.pass_at[k - 1] for t in eligible) / count)
+    result.close()
+
+
+def test_corpus_pool_equals_inline(corpus: Path) -> None:
+    args = (str(corpus / "tau-bench-airline.gold.jsonl"), str(corpus / "tau-bench-airline.jsonl"))
+    inline = evaluate_dataset(*args, engine="inline")
+    pool = evaluate_dataset(*args, engine="local", workers=2, part_bytes=150_000)
+    assert [_asdict(r) | {"order": None} for r in pool] == [
+        _asdict(r) | {"order": None} for r in inline
+    ]
+    assert pool.summary() | {"elapsed_s": 0, "traces_per_s": 0, "engine": "", "bytes": 0} == (
+        inline.summary() | {"elapsed_s": 0, "traces_per_s": 0, "engine": "", "bytes": 0}
+    )
+
+
+# -- inputs and gold ---------------------------------------------------------------------------
+
+
+def test_byte_range_parts_give_the_records_of_one_part(generated: tuple[Path, Path]) -> None:
+    gold, traces = generated
+    one = evaluate_dataset(str(gold), str(traces), engine="inline")
+    cut = evaluate_dataset(str(gold), str(traces), engine="inline", part_bytes=20_000)
+    a = [_asdict(r) | {"order": None} for r in one]
+    b = [_asdict(r) | {"order": None} for r in cut]
+    assert a == b and len(a) == 120
+    assert all(r["line"] is not None for r in b)
+
+
+def test_interleaved_lines_are_grouped(tmp_path: Path, generated: tuple[Path, Path]) -> None:
+    gold, traces = generated
+    groups: dict[str, list[bytes]] = defaultdict(list)
+    for line in traces.read_bytes().splitlines(keepends=True):
+        groups[json.loads(line)["trace_id"]].append(line)
+    # one line of each trace in turn: every trace's lines interleave with the others', in order
+    rounds = max(len(g) for g in groups.values())
+    mixed = b"".join(g[i] for i in range(rounds) for g in groups.values() if i < len(g))
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(mixed)
+    reference = {r.trace_id: r.score for r in evaluate_dataset(str(gold), str(traces))}
+    for opts in ({}, {"interleaved": True}):
+        result = evaluate_dataset(str(gold), str(path), engine="inline", **opts)  # type: ignore[arg-type]
+        got = {r.trace_id: r.score for r in result}
+        assert got == reference
+        assert result.input_errors == 0
+
+
+def test_spilled_grouping_equals_in_memory(tmp_path: Path, generated: tuple[Path, Path]) -> None:
+    from toolscore.dataset.inputs import Grouper
+
+    _, traces = generated
+    lines = traces.read_bytes().splitlines(keepends=True)
+    small, big = Grouper(budget=10_000, directory=str(tmp_path)), Grouper()
+    for i, line in enumerate(lines[::-1]):
+        trace_id = json.loads(line)["trace_id"]
+        small.add(trace_id, None, line, i + 1, i)
+        big.add(trace_id, None, line, i + 1, i)
+    a = {t.trace_id: (t.lines, t.linenos) for t in small.traces()}
+    b = {t.trace_id: (t.lines, t.linenos) for t in big.traces()}
+    assert a == b and len(a) == 120
+    assert not list(tmp_path.iterdir())  # the spill is removed
+
+
+def test_directory_of_traces_with_directory_of_gold(tmp_path: Path) -> None:
+    traces, gold = tmp_path / "traces", tmp_path / "gold"
+    (traces / "sub").mkdir(parents=True)
+    gold.mkdir()
+    (gold / "sub").mkdir()
+    calls = [{"tool": "search", "args": {"q": "x"}}, {"tool": "book", "args": {"id": 1}}]
+    (traces / "a.json").write_text(json.dumps(calls))
+    (traces / "sub" / "b.jsonl").write_text("\n".join(json.dumps(c) for c in calls[:1]) + "\n")
+    (traces / "c.json").write_text(json.dumps(calls))  # no gold
+    (gold / "a.json").write_text(json.dumps(calls))
+    (gold / "sub" / "b.json").write_text(json.dumps(calls))
+    (gold / "d.json").write_text(json.dumps(calls))  # no trace
+    result = evaluate_dataset(str(gold), str(traces), engine="inline")
+    records = {r.trace_id: r for r in result}
+    assert records["a"].score == evaluate(calls, calls).score
+    assert records["sub/b"].score == pytest.approx(evaluate(calls, calls[:1]).score)
+    assert records["c"].status == "no_gold" and records["c"].score is None
+    assert records["c"].calls == 2  # its calls were still checked
+    assert records["d"].status == "no_trace"
+    assert result.missing_gold == ["c"] and result.missing_trace == ["d"]
+    # a glob, and one gold for all
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(calls))
+    globbed = evaluate_dataset(str(one), str(traces / "*.json"), engine="inline")
+    assert sorted(r.trace_id for r in globbed) == ["a", "c"]
+
+
+def test_keyed_gold_with_calls_and_session_ids(tmp_path: Path) -> None:
+    traces = tmp_path / "t.jsonl"
+    gold = tmp_path / "g.jsonl"
+    traces.write_text(
+        "".join(
+            json.dumps({"session_id": s, "tool": t, "args": {}}) + "\n"
+            for s, t in [("s1", "a"), ("s1", "b"), ("s2", "a")]
+        )
+    )
+    gold.write_text(
+        json.dumps({"session_id": "s1", "calls": [{"tool": "a"}, {"tool": "b"}]})
+        + "\n"
+        + json.dumps({"session_id": "s2", "calls": [{"tool": "b"}]})
+        + "\n"
+    )
+    result = evaluate_dataset(str(gold), str(traces), engine="inline")
+    scores = {r.trace_id: r.score for r in result}
+    assert (
+        scores["s1"]
+        == evaluate([{"tool": "a"}, {"tool": "b"}], [{"tool": "a"}, {"tool": "b"}]).score
+    )
+    assert scores["s2"] == evaluate([{"tool": "b"}], [{"tool": "a"}]).score
+
+
+def test_otlp_export_one_trace_per_trace_id(tmp_path: Path) -> None:
+    def span(trace: str, name: str, i: int) -> dict[str, Any]:
+        return {
+            "traceId": trace,
+            "spanId": f"{i:016x}",
+            "name": f"execute_tool {name}",
+            "startTimeUnixNano": str(1_000 + i),
+            "endTimeUnixNano": str(2_000 + i),
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                {"key": "gen_ai.tool.name", "value": {"stringValue": name}},
+            ],
+        }
+
+    spans = [span("aa" * 16, "search", 1), span("bb" * 16, "book", 2), span("aa" * 16, "book", 3)]
+    export = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": spans}]}]}
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export, indent=1))
+    gold = tmp_path / "g.json"
+    gold.write_text(json.dumps([{"tool": "search"}, {"tool": "book"}]))
+    result = evaluate_dataset(str(gold), str(path), engine="inline")
+    records = {r.trace_id: r for r in result}
+    assert set(records) == {"aa" * 16, "bb" * 16}
+    assert records["aa" * 16].calls == 2 and records["bb" * 16].calls == 1
+    assert records["aa" * 16].score == pytest.approx(
+        evaluate(
+            [{"tool": "search"}, {"tool": "book"}], [{"tool": "search"}, {"tool": "book"}]
+        ).score
+    )
+
+
+def test_task_key_and_task_regex(tmp_path: Path) -> None:
+    traces = tmp_path / "t.jsonl"
+    traces.write_text(
+        "".join(
+            json.dumps({"trace_id": f"run-{i}", "task": f"T{i % 2}", "tool": "a"}) + "\n"
+            for i in range(4)
+        )
+    )
+    gold = tmp_path / "g.json"
+    gold.write_text(json.dumps([{"tool": "a"}]))
+    by_key = evaluate_dataset(str(gold), str(traces), task_key="task", engine="inline")
+    assert sorted((t.task, t.n, t.c) for t in by_key.tasks) == [("T0", 2, 2), ("T1", 2, 2)]
+    by_regex = evaluate_dataset(str(gold), str(traces), task_regex=r"^(run)-", engine="inline")
+    assert [(t.task, t.n) for t in by_regex.tasks] == [("run", 4)]
+    strict = PassCriterion(min_score=1.01)
+    failing = evaluate_dataset(str(gold), str(traces), criterion=strict, engine="inline")
+    assert failing.pass_rate == 0.0
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+
+def test_broken_trace_is_one_error_record_and_the_rest_is_evaluated(
+    tmp_path: Path, generated: tuple[Path, Path]
+) -> None:
+    gold, traces = generated
+    lines = traces.read_bytes().splitlines(keepends=True)
+    broken_at = 300  # 1-based line number of the broken line
+    victim = json.loads(lines[broken_at - 1])["trace_id"]
+    lines[broken_at - 1] = b'{"trace_id": "' + victim.encode() + b'", "tool": \n'
+    lines.insert(500, b"not json at all\n")
+    path = tmp_path / "broken.jsonl"
+    path.write_bytes(b"".join(lines))
+    result = evaluate_dataset(str(gold), str(path), engine="inline", part_bytes=30_000)
+    records = list(result)
+    errors = [r for r in records if r.status == "error"]
+    assert len([r for r in records if r.status != "no_trace"]) == 120
+    assert result.input_errors == len(errors) == 2
+    by_id = {r.trace_id: r for r in errors}
+    assert by_id[victim].error is not None and f"{path}:{broken_at}:" in by_id[victim].error
+    assert by_id[victim].score is not None  # the calls around the bad line were evaluated
+    assert sum(r.status == "ok" for r in records) == 118
+
+
+def test_killed_worker_is_reported_and_its_part_retried(generated: tuple[Path, Path]) -> None:
+    gold, traces = generated
+    reference = {r.trace_id: r.score for r in evaluate_dataset(str(gold), str(traces))}
+    problems: list[str] = []
+    killed: list[int] = []
+
+    def kill_one(records: int, expected: int | None, done: int, total: int) -> None:
+        if killed:
+            return
+        me = os.getpid()
+        children = set()
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                children.add((int(pid), int(stat[1])))
+        mine = {pid for pid, ppid in children if ppid == me}
+        workers = sorted(pid for pid, ppid in children if ppid in mine)
+        if workers:
+            os.kill(workers[0], signal.SIGKILL)
+            killed.append(workers[0])
+
+    result = evaluate_dataset(
+        str(gold),
+        str(traces),
+        engine="local",
+        workers=2,
+        part_bytes=8_000,
+        on_progress=kill_one,
+        on_problem=problems.append,
+    )
+    assert killed
+    assert any("worker process died" in p for p in problems), problems
+    assert {r.trace_id: r.score for r in result} == reference
+
+
+@pytest.mark.anyio
+async def test_async_twin(generated: tuple[Path, Path]) -> None:
+    gold, traces = generated
+    result = await aevaluate_dataset(str(gold), str(traces), engine="inline")
+    assert result.traces == 120 and result.mean is not None
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+def test_cli_dataset_reports_gates_and_per_trace(
+    tmp_path: Path, generated: tuple[Path, Path]
+) -> None:
+    gold, traces = generated
+    out, md, page, per = (tmp_path / n for n in ("r.json", "r.md", "r.html", "p.jsonl"))
+    proc = run_cli(
+        "eval", str(gold), str(traces), "-o", str(out), "--markdown", str(md), "--html",
+        str(page), "--per-trace", str(per), "--workers", "2",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Pass rate" in proc.stdout and "pass^4" in proc.stdout
+    report = json.loads(out.read_text())
+    assert report["summary"]["traces"] == 120
+    assert len(report["tasks"]) == 30 and report["tasks"][0]["trials"] == 4
+    rows = [json.loads(line) for line in per.read_text().splitlines()]
+    assert len(rows) == 120 and {"trace_id", "score", "passed", "tools"} <= set(rows[0])
+    assert report["summary"]["median_score"] is not None
+    html_text = page.read_text()
+    assert html_text.count("<svg") == 2 and "http://" not in html_text.replace(
+        'xmlns="http://www.w3.org/2000/svg"', ""
+    )
+    assert "| Mean score |" in md.read_text()
+    # gates
+    fail = run_cli("eval", str(gold), str(traces), "-o", str(out), "--min-pass-rate", "99%")
+    assert fail.returncode == 1 and "--min-pass-rate" in fail.stderr
+    fail = run_cli("eval", str(gold), str(traces), "-o", str(out), "--fail-under", "A")
+    assert fail.returncode == 1 and "mean score" in fail.stderr
+    ok = run_cli("eval", str(gold), str(traces), "-o", str(out), "--min-pass-rate", "0")
+    assert ok.returncode == 0, ok.stderr
+    bad = run_cli("eval", str(gold), str(traces), "-o", str(out), "--min-pass-rate", "x")
+    assert bad.returncode == 2
+
+
+def test_cli_broken_trace_exits_2_and_names_the_line(tmp_path: Path) -> None:
+    traces = tmp_path / "t.jsonl"
+    traces.write_text(
+        '{"trace_id": "a", "tool": "x"}\n{"trace_id": "a", "tool": \n'
+        '{"trace_id": "b", "tool": "x"}\n'
+    )
+    gold = tmp_path / "g.json"
+    gold.write_text('[{"tool": "x"}]')
+    out = tmp_path / "r.json"
+    proc = run_cli("eval", str(gold), str(traces), "--trace-key", "trace_id", "-o", str(out))
+    assert proc.returncode == 2
+    assert f"{traces}:2" in proc.stderr
+    assert json.loads(out.read_text())["summary"]["traces"] == 2
+
+
+def test_cli_single_trace_is_unchanged(tmp_path: Path, corpus: Path) -> None:
+    # a file of many traces with one gold file and no dataset option is still one trace
+    gold = tmp_path / "g.json"
+    gold.write_text(json.dumps([{"tool": "get_user_details"}]))
+    out = tmp_path / "o.json"
+    proc = run_cli("eval", str(gold), str(corpus / "toolbench.jsonl"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["summary"]["trace_calls_count"] == 328
+
+
+def test_human_reports_are_redacted(tmp_path: Path) -> None:
+    secret = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
+    traces = tmp_path / "t.jsonl"
+    traces.write_text(
+        json.dumps({"trace_id": f"leak-{secret}", "tool": f"tool {secret}", "is_error": True})
+        + "\n"
+    )
+    gold = tmp_path / "g.json"
+    gold.write_text('[{"tool": "x"}]')
+    out, md, page = tmp_path / "r.json", tmp_path / "r.md", tmp_path / "r.html"
+    proc = run_cli(
+        "eval", str(gold), str(traces), "--trace-key", "trace_id", "-o", str(out),
+        "--markdown", str(md), "--html", str(page),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for text in (proc.stdout, proc.stderr, md.read_text(), page.read_text()):
+        assert secret not in text
+    assert secret in out.read_text()  # the JSON record keeps values as recorded
+
+
+def test_parquet_per_trace(tmp_path: Path, generated: tuple[Path, Path]) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    gold, traces = generated
+    path = tmp_path / "p.parquet"
+    result = evaluate_dataset(str(gold), str(traces), engine="inline", per_trace=str(path))
+    table = pq.read_table(path)
+    assert table.num_rows == 120
+    assert table.column("score").to_pylist() == [r.score for r in result]
