@@ -1,7 +1,8 @@
 """The dataset aggregate in every report format: console, Markdown, HTML (inline SVG) and JSON.
 
 Every human-facing string (trace ids, tool names, task names, error messages) goes through
-:func:`toolscore.redact.redact_secrets`; the JSON report keeps the values as recorded.
+:func:`toolscore.sanitize.shown` (credentials redacted, control characters escaped); the
+JSON report keeps the values as recorded.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from ..redact import redact_secrets
+from ..sanitize import shown
 from .run import DatasetResult
 
 __all__ = ["render_html", "render_markdown", "summary_renderable", "write_json"]
@@ -25,7 +26,7 @@ SHOW = 10
 
 
 def _r(text: object) -> str:
-    return redact_secrets(str(text))
+    return shown(str(text))
 
 
 def _pct(value: float | None) -> str:
