@@ -534,3 +534,40 @@ def test_parquet_per_trace(tmp_path: Path, generated: tuple[Path, Path]) -> None
     table = pq.read_table(path)
     assert table.num_rows == 120
     assert table.column("score").to_pylist() == [r.score for r in result]
+
+
+def test_keyed_gold_index_is_rebuilt_where_it_is_missing(
+    tmp_path: Path, generated: tuple[Path, Path]
+) -> None:
+    # a Dask worker on another machine does not see the driver's index: it builds its own
+    import dataclasses
+
+    from toolscore.dataset.gold import GoldLookup, build_gold
+
+    gold, _ = generated
+    spec = build_gold(str(gold), str(tmp_path), key=None)
+    elsewhere = dataclasses.replace(spec, path=str(tmp_path / "absent" / "gold.sqlite"))
+    here, there = GoldLookup(spec), GoldLookup(elsewhere)
+    trace_id = "model-a/task000003/trial1"
+    assert there.get(trace_id, None) == here.get(trace_id, None) is not None
+    assert there.get("no such trace", None) is None
+
+
+def test_bundled_dataset_example() -> None:
+    example = REPO / "examples" / "dataset"
+    result = evaluate_dataset(
+        str(example / "gold.jsonl"), str(example / "traces.jsonl"), engine="inline"
+    )
+    tasks = {t.task: (t.n, t.c) for t in result.tasks}
+    # refund/trial2 skips the refund (recall 0.5), rebook/trial2 retries a failed search (B)
+    assert tasks == {
+        "agent-v2/refund": (3, 2),
+        "agent-v2/rebook": (3, 2),
+        "agent-v2/lookup": (3, 3),
+    }
+    # by hand: pass^2 = C(c,2)/C(3,2) per task = 1/3, 1/3, 1 -> mean 5/9; pass^3 = (0+0+1)/3;
+    # pass@1 = (2/3 + 2/3 + 1)/3 = 7/9; pass@2 = 1 for every task
+    rows = {k: (at, hat) for k, _, at, hat in result.pass_k}
+    assert rows[1] == (pytest.approx(7 / 9), pytest.approx(7 / 9))
+    assert rows[2] == (pytest.approx(1.0), pytest.approx(5 / 9))
+    assert rows[3] == (pytest.approx(1.0), pytest.approx(1 / 3))

@@ -46,6 +46,10 @@ class GoldSpec:
     """Gold entries (keyed, dir)."""
     problems: tuple[str, ...] = ()
     """Lines of a keyed gold file that could not be used (duplicates, bad lines)."""
+    source: str | None = None
+    """``keyed``: the gold file itself, which a worker on another machine (where ``path``
+    does not exist) indexes for itself."""
+    key: str | None = None
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Identifies this gold in a worker's cache."""
 
@@ -170,7 +174,15 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
     conn.close()
     if not count:
         raise GoldFileError(gold, f"no gold line with {key!r} and 'expected' (or 'calls')")
-    return GoldSpec("keyed", path=db, count=count, problems=tuple(problems))
+    return GoldSpec(
+        "keyed",
+        path=db,
+        count=count,
+        problems=tuple(problems),
+        source=gold,
+        key=key,
+        storage_options=options,
+    )
 
 
 class GoldLookup:
@@ -189,7 +201,15 @@ class GoldLookup:
             elif spec.path is not None:
                 self._one = load_gold(spec.path)
         elif spec.kind == "keyed" and spec.path is not None:
-            self._conn = sqlite3.connect(f"file:{spec.path}?mode=ro", uri=True)
+            path = spec.path
+            if not os.path.exists(path) and spec.source is not None and spec.key is not None:
+                # another machine's index: build this worker's own from the gold file
+                import tempfile
+
+                self._tmp = tempfile.mkdtemp(prefix="toolscore-gold-")
+                path = os.path.join(self._tmp, "gold.sqlite")
+                _index(spec.source, path, spec.key, dict(spec.storage_options))
+            self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         self._load = load_gold
 
     def get(self, trace_id: str | None, name: str | None) -> list[ToolCall] | None:

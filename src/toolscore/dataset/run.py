@@ -627,7 +627,7 @@ def _drive(
         problems=problems,
         elapsed=time.perf_counter() - started,
         bytes_read=done_bytes,
-        engine=effective if effective != "local" or count > 1 else "inline",
+        engine="inline" if effective == "local" and (count == 1 or len(parts) <= 1) else effective,
         workers=count,
         _spool=spool_path,
         _tasks=tasks_path,

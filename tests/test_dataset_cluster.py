@@ -1,0 +1,153 @@
+"""Datasets on real parts: an S3 server (moto, on 127.0.0.1) and a Dask cluster (two worker
+processes over TCP on 127.0.0.1), both started and stopped here; results equal the pool's."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from toolscore.dataset import DatasetResult, evaluate_dataset
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _generate(traces: Path, gold: Path, count: int) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_datasets", REPO / "benchmarks" / "datasets.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    module.generate(traces, gold, count, seed=11)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("cluster")
+    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
+    _generate(traces, gold, 160)
+    return gold, traces
+
+
+@pytest.fixture(scope="module")
+def s3(dataset: tuple[Path, Path]) -> Iterator[dict[str, Any]]:
+    """A moto S3 server on 127.0.0.1 with a bucket holding the dataset (and its gold)."""
+    pytest.importorskip("s3fs")
+    moto_server = pytest.importorskip("moto.server")
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        options = {
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-west-2"},
+        }
+        import s3fs
+
+        fs = s3fs.S3FileSystem(**options)
+        fs.mkdir("traces")
+        gold, traces = dataset
+        lines = traces.read_bytes().splitlines(keepends=True)
+        half = len(lines) // 2
+        while json.loads(lines[half])["trace_id"] == json.loads(lines[half - 1])["trace_id"]:
+            half += 1
+        fs.pipe("traces/run/a.jsonl", b"".join(lines[:half]))
+        fs.pipe("traces/run/b.jsonl", b"".join(lines[half:]))
+        fs.pipe("traces/gold.jsonl", gold.read_bytes())
+        yield options
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A Dask LocalCluster: a scheduler and two worker processes over TCP on 127.0.0.1."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        protocol="tcp",
+        dashboard_address=None,
+    )
+    client = distributed.Client(cluster)
+    try:
+        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+        assert len(client.scheduler_info()["workers"]) == 2
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _plain(result: DatasetResult) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    records = [msgspec.structs.asdict(r) | {"order": None} for r in result]
+    summary = result.summary()
+    for key in ("elapsed_s", "traces_per_s", "engine", "workers", "bytes"):
+        summary.pop(key)
+    return records, summary
+
+
+def test_dask_cluster_equals_the_pool(dataset: tuple[Path, Path], client: Any) -> None:
+    gold, traces = dataset
+    pool = evaluate_dataset(str(gold), str(traces), engine="local", workers=2, part_bytes=40_000)
+    on_dask = evaluate_dataset(str(gold), str(traces), client=client, part_bytes=40_000)
+    by_address = evaluate_dataset(
+        str(gold), str(traces), scheduler=client.scheduler.address, part_bytes=25_000
+    )
+    assert on_dask.engine == "dask"
+    reference = _plain(pool)
+    assert reference[1]["traces"] == 160
+    assert _plain(on_dask) == reference
+    assert _plain(by_address) == reference
+    assert on_dask.aggregate.score_sum.partials == pool.aggregate.score_sum.partials
+
+
+def test_s3_bucket_on_both_engines(
+    dataset: tuple[Path, Path], s3: dict[str, Any], client: Any
+) -> None:
+    gold, traces = dataset
+    local = evaluate_dataset(str(gold), str(traces), engine="inline")
+    url = "s3://traces/run/"
+    from_pool = evaluate_dataset(
+        "s3://traces/gold.jsonl", url, storage_options=s3, engine="local", workers=2
+    )
+    from_dask = evaluate_dataset(
+        "s3://traces/gold.jsonl", "s3://traces/run/*.jsonl", storage_options=s3, client=client
+    )
+    want = {r.trace_id: r.score for r in local}
+    for result in (from_pool, from_dask):
+        got = {r.trace_id: r.score for r in result}
+        assert got == want
+        assert all(r.source is not None and r.source.startswith("s3://traces/run/") for r in result)
+    assert _plain(from_pool)[1] == _plain(from_dask)[1]
+
+
+def test_memory_url(dataset: tuple[Path, Path]) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    gold, traces = dataset
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/ds/traces.jsonl", traces.read_bytes())
+    result = evaluate_dataset(str(gold), "memory://ds/traces.jsonl", engine="inline")
+    local = evaluate_dataset(str(gold), str(traces), engine="inline")
+    assert _plain(result)[1] == _plain(local)[1]
+    fs.rm("/ds", recursive=True)
