@@ -87,44 +87,50 @@ def _pool(
     queue = list(reversed(parts))
     retry: list[Part] = []
     pool = ProcessPoolExecutor(max_workers=count, mp_context=ctx)
+    by_index = {p.index: p for p in parts}
     following = 0
+
+    def recover(reason: str) -> None:
+        """The pool broke: a new one; each part that was in it runs once more (or is lost)."""
+        nonlocal pool
+        pool.shutdown(wait=False, cancel_futures=True)
+        pool = ProcessPoolExecutor(max_workers=count, mp_context=ctx)
+        for index in sorted(pending, reverse=True):
+            part = by_index[index]
+            tries[index] = tries.get(index, 0) + 1
+            if tries[index] > 1:
+                done[index] = PartLost(part, reason + ", twice")
+            else:
+                if on_retry is not None:
+                    on_retry(part, reason)
+                retry.append(part)
+        pending.clear()
+
     try:
         while queue or pending or retry or done:
             while (retry or queue) and len(pending) + len(done) < limit:
                 part = retry.pop() if retry else queue.pop()
-                pending[part.index] = pool.submit(run_part, part, cfg)
+                try:
+                    pending[part.index] = pool.submit(run_part, part, cfg)
+                except BrokenProcessPool as exc:
+                    (retry if tries.get(part.index) else queue).append(part)
+                    recover(f"a worker process died ({exc or 'killed'})")
             if following in done:
                 yield done.pop(following)
                 following += 1
                 continue
             future = pending.get(following)
-            if future is None:  # pragma: no cover - the next part is always pending or done
-                raise RuntimeError(f"part {following} was lost track of")
+            if future is None:
+                continue  # it was just put back to be submitted again
             try:
                 result = future.result()
                 del pending[following]
                 done[following] = result
             except BrokenProcessPool as exc:
-                reason = f"a worker process died ({exc or 'killed'})"
-                pool.shutdown(wait=False, cancel_futures=True)
-                pool = ProcessPoolExecutor(max_workers=count, mp_context=ctx)
-                by_index = {p.index: p for p in parts}
-                for index in sorted(pending, reverse=True):
-                    part = by_index[index]
-                    tries[index] = tries.get(index, 0) + 1
-                    if tries[index] > 1:
-                        done[index] = PartLost(part, reason + ", twice")
-                    else:
-                        if on_retry is not None:
-                            on_retry(part, reason)
-                        retry.append(part)
-                pending.clear()
+                recover(f"a worker process died ({exc or 'killed'})")
             except Exception as exc:
                 del pending[following]
-                done[following] = PartLost(
-                    next(p for p in parts if p.index == following),
-                    f"{type(exc).__name__}: {exc}",
-                )
+                done[following] = PartLost(by_index[following], f"{type(exc).__name__}: {exc}")
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 

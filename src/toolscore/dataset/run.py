@@ -601,6 +601,7 @@ def _drive(
         take(no_trace)
     finally:
         seen.close()
+        tasks.close()
         spool.close()
         if writer is not None:
             writer.close()
