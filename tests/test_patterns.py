@@ -202,3 +202,21 @@ def test_class_ranges_are_python_re_own_sets(letter: str) -> None:
     for prefix, ascii_only in (("(?u)", False), ("(?a)", True)):
         found = re.finditer(f"{prefix}\\{letter}+", every)
         assert class_ranges(letter, ascii_only) == tuple((m.start(), m.end() - 1) for m in found)
+
+
+def test_a_timer_set_before_is_kept() -> None:
+    import signal
+
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 5.0)
+        engine = UserPattern("(a+)+$")
+        with pytest.raises(PatternTimeout):
+            engine.search(HOSTILE + "\n")
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 4.0 < left < 5.0  # theirs, with the time it had left
+        assert signal.getsignal(signal.SIGALRM) is not None and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -584,7 +584,10 @@ _armed = False
 
 
 def _run_bounded(run: Callable[[str], object], text: str, limit: float) -> bool:
-    """``run(text) is not None``, stopped after ``limit`` seconds where a timer can be set."""
+    """``run(text) is not None``, stopped after ``limit`` seconds where a timer can be set.
+
+    A timer someone else had set (``ITIMER_REAL``) is put back afterwards with the time it
+    had left, and so is their ``SIGALRM`` handler; one due first is left to fire."""
     global _armed
     if (
         limit <= 0
@@ -592,7 +595,11 @@ def _run_bounded(run: Callable[[str], object], text: str, limit: float) -> bool:
         or not hasattr(signal, "setitimer")
     ):
         return run(text) is not None
+    earlier, interval = signal.getitimer(signal.ITIMER_REAL)
+    if earlier and earlier <= limit:
+        return run(text) is not None  # another timer is due first: run as it is
     previous = signal.signal(signal.SIGALRM, _on_alarm)
+    began = time.monotonic()
     try:
         _armed = True
         signal.setitimer(signal.ITIMER_REAL, limit)
@@ -604,7 +611,10 @@ def _run_bounded(run: Callable[[str], object], text: str, limit: float) -> bool:
     except _Alarm:
         raise PatternTimeout(f"the match took longer than {limit:g} s") from None
     finally:
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+        if earlier:
+            left = max(earlier - (time.monotonic() - began), 1e-6)
+            signal.setitimer(signal.ITIMER_REAL, left, interval)
 
 
 class UserPattern:
