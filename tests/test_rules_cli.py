@@ -59,6 +59,8 @@ def test_slow_fallback_becomes_a_finding_in_eval(tmp_path: Path) -> None:
         ("rule_timeout", "warning", "rule 1 timed out on call 1 run_shell (counted as no match)"),
         ("forbidden_call", "error", "call 2 run_shell matches forbidden rule 1"),
     ]
+    # the console's "Behavior and safety" lists it too
+    assert "WARNING  rule 1 timed out on call 1 run_shell (counted as no match)" in proc.stdout
 
 
 def test_catastrophic_regex_finishes_in_watch_on_a_pipe(tmp_path: Path) -> None:

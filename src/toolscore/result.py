@@ -341,8 +341,9 @@ class EvaluationResult:
     def behavior_findings(self) -> list[tuple[str, str]]:
         """Toolscore's "Behavior and safety" lines as ``(severity, message)`` pairs.
 
-        Policy violations, hard-rule violations (and the match modes passed, as ``info``),
-        then credentials, then the failed-calls and retry warnings. Call numbers are 1-based.
+        Policy violations, hard-rule violations, forbidden rules that timed out on a call
+        (``warning``), the match modes passed (``info``), then credentials, then the
+        failed-calls and retry warnings. Call numbers are 1-based.
         """
         metrics = self.metrics
         out: list[tuple[str, str]] = []
@@ -356,6 +357,8 @@ class EvaluationResult:
                 )
             )
         out.extend(("error", str(v["message"])) for v in self.rule_violations)
+        # a forbidden rule whose pattern took too long on a call (toolscore.patterns)
+        out.extend(("warning", f.message) for f in self._findings if f.kind == "rule_timeout")
         out.extend(
             ("info", f"trajectory match ({mode}) passed")
             for mode, passed in self.match_verdicts.items()
