@@ -109,7 +109,9 @@ def test_side_effects_give_a_visible_note(tmp_path: Path) -> None:
     assert "notes" not in toolscore.evaluate_trace(str(GOLD), str(TRACE)).to_dict()
 
     out = tmp_path / "report.json"
-    proc = run_cli("eval", str(gold), str(TRACE), "-o", str(out))
+    md = tmp_path / "report.md"
+    proc = run_cli("eval", str(gold), str(TRACE), "-o", str(out), "--markdown", str(md))
     assert proc.returncode == 0, proc.stderr
     assert "NOTE 3 side-effect checks were not run" in " ".join(proc.stdout.split())
     assert json.loads(out.read_text(encoding="utf-8"))["notes"] == [note]
+    assert "- **Note:** 3 side-effect checks were not run (" in md.read_text(encoding="utf-8")

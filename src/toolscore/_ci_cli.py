@@ -130,7 +130,7 @@ def finish(
         OSError: a file cannot be written.
     """
     from .baseline import compare, summarize, write_baseline
-    from .redact import redact_secrets
+    from .sanitize import shown
 
     options = state.options
     summary = summarize(result)
@@ -138,10 +138,10 @@ def finish(
     if state.baseline is not None:
         comparison = compare(state.baseline, {trace_id: summary}, options.baseline_tolerance)
         for line in comparison.lines():
-            _say(console, redact_secrets(line), "red" if line.startswith("FAIL") else None)
+            _say(console, shown(line), "red" if line.startswith("FAIL") else None)
     if options.save_baseline:
         write_baseline(options.save_baseline, {trace_id: summary})
-        _say(console, f"> Baseline: {options.save_baseline}", None)
+        _say(console, f"> Baseline: {shown(options.save_baseline)}", None)
     entries = [(trace_id, trace_path, result)]
     if options.junit:
         from .reports.junit import write_junit
@@ -154,12 +154,12 @@ def finish(
             comparison=comparison,
         )
         write_junit(options.junit, entries, gates)
-        _say(console, f"> JUnit XML: {options.junit}", None)
+        _say(console, f"> JUnit XML: {shown(options.junit)}", None)
     if options.sarif:
         from .reports.sarif import write_sarif
 
         write_sarif(options.sarif, entries)
-        _say(console, f"> SARIF: {options.sarif}", None)
+        _say(console, f"> SARIF: {shown(options.sarif)}", None)
     return comparison is not None and not comparison.passed
 
 

@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> tuple[ActionRun, int]:
             sarif = None
     finally:
         if junit is not None:
-            junit.__exit__(RuntimeError, None, None)
+            junit.abort()
         if sarif is not None:
             sarif.abort()
     if args.save_baseline:

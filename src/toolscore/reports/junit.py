@@ -25,6 +25,12 @@ dataset may decide differently by passing ``failed=`` (see :class:`JunitWriter`)
 is redacted (:func:`toolscore.redact.redact_secrets`) and stripped of characters XML cannot
 hold. Test cases are spooled to a temporary file as they are added, so a dataset of many
 traces keeps one small record per trace in memory at a time.
+
+A trace's findings are those its result keeps (up to 10,000; the JSON report has every one).
+The writers read results by their attributes only (``score``, ``grade``, ``findings``,
+``trace_calls_count``, ``required_call_recall``, and ``input_error``, ``input_problems``,
+``input_findings``, ``notes`` when present), so a run that evaluates traces elsewhere (a
+process pool) may hand them any object of that shape.
 """
 
 from __future__ import annotations
@@ -117,7 +123,11 @@ class JunitWriter:
         if exc[0] is None:
             self.close()
         else:
-            self._spool.close()
+            self.abort()
+
+    def abort(self) -> None:
+        """Drop what was added; no file is written."""
+        self._spool.close()
 
     def add_trace(self, trace_id: str, trace_path: str | None, result: Any) -> None:
         """Add the test case of one trace's evaluation result."""

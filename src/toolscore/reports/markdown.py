@@ -119,6 +119,8 @@ def render_markdown(result: ReportResult, *, now: datetime | None = None) -> str
             f"- **Trace incomplete:** {md_text(str(error))} — evaluated the "
             f"{result.trace_calls_count} calls read before it"
         )
+    for note in getattr(result, "notes", ()):  # gold side_effects not run (Toolscore 1.10)
+        out.append(f"- **Note:** {md_text(note)}")
     out.append("")
 
     out += ["## 🎯 Key Metrics", "", "| Metric | Value | Status |", "|--------|-------|--------|"]

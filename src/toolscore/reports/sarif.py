@@ -31,6 +31,9 @@ rule id                        level    what
 
 Results are written to the file as they are added (:class:`SarifWriter`), so a dataset of many
 traces never holds them all in memory; the rule table, known only at the end, follows them.
+A trace's findings are those its result keeps (up to 10,000; the JSON report has every one);
+results are read by their attributes only (``findings``, ``input_error``), as in
+:mod:`toolscore.reports.junit`.
 """
 
 from __future__ import annotations
