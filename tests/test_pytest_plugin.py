@@ -164,13 +164,18 @@ def test_marker_ini_defaults_and_toolscore_fixtures(tmp_path: Path) -> None:
                 @pytest.fixture
                 def anyio_backend():
                     return "asyncio"
+
+                @pytest.mark.toolscore(min_scor=0.5)
+                def test_marker_typo(toolscore):
+                    pass
             """,
         },
     )
     report = tmp_path / "report.json"
     proc = run_pytest(project, f"--toolscore-report={report}", "-rA")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "1 failed, 4 passed" in proc.stdout, proc.stdout
+    assert "1 failed, 4 passed, 1 error" in proc.stdout, proc.stdout
+    assert "takes weights=, forbidden= and min_score= only" in proc.stdout
     assert "FAILED tests/test_defaults.py::test_marker_forbidden" in proc.stdout
     assert "1 forbidden call made" in proc.stdout
     assert "FORBIDDEN call 1 drop_table matches forbidden rule 1" in proc.stdout
@@ -183,21 +188,3 @@ def test_marker_ini_defaults_and_toolscore_fixtures(tmp_path: Path) -> None:
     ]
     assert ("test_async", "expect", True) in whats
     assert len(entries) == 8
-
-
-def test_bad_marker_is_a_usage_error(tmp_path: Path) -> None:
-    project = _project(
-        tmp_path,
-        {
-            "test_bad.py": """
-                import pytest
-
-                @pytest.mark.toolscore(min_scor=0.5)
-                def test_typo(toolscore):
-                    pass
-            """
-        },
-    )
-    proc = run_pytest(project)
-    assert proc.returncode != 0
-    assert "takes weights=, forbidden= and min_score= only" in proc.stdout + proc.stderr
