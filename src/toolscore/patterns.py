@@ -389,7 +389,7 @@ class _Reader:
         elif c == "A":
             self.out.anchored = True
             self.emit("\\A")
-        elif c == "Z":
+        elif c in "Zz":  # \z: Python 3.14's spelling of \Z
             self.out.anchored = True
             self.emit("\\z")
         elif c == "0":
@@ -545,6 +545,8 @@ class _Reader:
         self.i += 1
         if end == ")":
             return  # global flags: already in the compiled pattern's flags
+        if end != ":":  # a group syntax of a later Python than this reader knows
+            self.refuse("this group syntax", start, "this reader does not know it")
         self.scopes.append(self.scope.with_flags(on, off))
         self.emit("(?:")
 
