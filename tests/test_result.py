@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from toolscore.calls import Batch, Finding, ToolCall
-from toolscore.checks._base import BaseCheck
+from toolscore.checks._base import State
 from toolscore.checks.expected import expected_check
 from toolscore.errors import TruncatedTrace
 from toolscore.matchers import Regex
@@ -33,32 +34,26 @@ from toolscore.verdict import (
 # -- fakes for the checks other helpers write -------------------------------------------------
 
 
-class FakeErrors(BaseCheck):
-    name = "errors"
-
-    def __init__(self, eff: dict[str, Any], failed: list[tuple[str, int]]) -> None:
-        self.eff = eff
-        self.failed_tools = failed
+@dataclass(frozen=True)
+class FakeErrors(State):
+    eff: dict[str, Any] = field(default_factory=dict)
+    failed_tools: list[tuple[str, int]] = field(default_factory=list)
 
     def metrics(self) -> dict[str, Any]:
         return {"efficiency_metrics": dict(self.eff)}
 
 
-class FakeSecrets(BaseCheck):
-    name = "secrets"
-
-    def __init__(self, secrets: list[dict[str, Any]]) -> None:
-        self.secrets = secrets
+@dataclass(frozen=True)
+class FakeSecrets(State):
+    secrets: list[dict[str, Any]] = field(default_factory=list)
 
     def metrics(self) -> dict[str, Any]:
         return {"security_metrics": {"secret_count": len(self.secrets), "secrets": self.secrets}}
 
 
-class FakePolicy(BaseCheck):
-    name = "policy"
-
-    def __init__(self, violations: list[dict[str, Any]]) -> None:
-        self.violations = violations
+@dataclass(frozen=True)
+class FakePolicy(State):
+    violations: list[dict[str, Any]] = field(default_factory=list)
 
     def metrics(self) -> dict[str, Any]:
         return {
@@ -79,7 +74,7 @@ def evaluate(
     trace: list[ToolCall],
     weights: dict[str, Any] | None = None,
     *,
-    others: list[BaseCheck] = (),  # type: ignore[assignment]
+    others: list[State] = (),  # type: ignore[assignment]
     keep: bool = True,
     include_extras: bool = False,
     input_error: Any = None,
@@ -90,7 +85,7 @@ def evaluate(
     check.feed(Batch(calls=trace, done=trace))
     check.finish()
     return reduce(
-        [check, *others],
+        [check.state(), *others],
         weights=normalize_weights(weights),
         gold=gold,
         trace_calls=trace if keep else None,

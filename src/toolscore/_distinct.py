@@ -25,10 +25,12 @@ import shutil
 import tempfile
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["DistinctCounter"]
+__all__ = ["DistinctCounter", "DistinctSet"]
 
 _LOW = -(1 << 63)
 _HIGH = 1 << 63
@@ -129,15 +131,17 @@ class DistinctCounter:
                 self._spill()
             step = -(-(_HIGH - _LOW) // self.fanout)
             self._count = sum(
-                self._count_range(files, _LOW + p * step, min(_LOW + (p + 1) * step, _HIGH))
+                self._count_range(
+                    [(f, None) for f in files], _LOW + p * step, min(_LOW + (p + 1) * step, _HIGH)
+                )
                 for p, files in enumerate(self._runs)
                 if files
             )
         return self._count
 
-    def _count_range(self, files: list[Path], lo: int, hi: int) -> int:
+    def _count_range(self, files: Sequence[Piece], lo: int, hi: int) -> int:
         """Distinct values in ``files`` (all in ``[lo, hi)``), splitting them again if needed."""
-        total = sum(f.stat().st_size for f in files) // _ITEM
+        total = sum(_size(piece) for piece in files) // _ITEM
         if total <= self.memory_entries or hi - lo <= 1:
             seen: set[int] = set()
             for values in _blocks(files, self.memory_entries):
@@ -150,7 +154,9 @@ class DistinctCounter:
                 self._write_runs(sorted(set(values)), lo, hi, runs, where)
             step = -(-(hi - lo) // self.fanout)
             return sum(
-                self._count_range(sub, lo + p * step, min(lo + (p + 1) * step, hi))
+                self._count_range(
+                    [(f, None) for f in sub], lo + p * step, min(lo + (p + 1) * step, hi)
+                )
                 for p, sub in enumerate(runs)
                 if sub
             )
@@ -158,6 +164,12 @@ class DistinctCounter:
             shutil.rmtree(where, ignore_errors=True)
 
     # -- several counters, one count ----------------------------------------------------------
+
+    def snapshot(self) -> DistinctSet:
+        """The values counted so far, as a value that later additions leave as it is: the
+        values in memory (copied) and the run files' present lengths (files only grow)."""
+        runs = tuple(tuple((str(f), f.stat().st_size) for f in files) for files in self._runs)
+        return DistinctSet(self.fanout, self.memory_entries, self._buf.tobytes(), runs, self)
 
     def merge(self, other: DistinctCounter) -> None:
         """Add every value ``other`` counted; ``other``'s run files become this counter's.
@@ -209,16 +221,106 @@ class DistinctCounter:
         return f"DistinctCounter({len(self._buf)} in memory{where})"
 
 
-def _blocks(files: list[Path], size: int) -> Iterable[array[int]]:
+Piece = tuple[Path, int | None]
+"""A run file, or its first ``n`` bytes (a file the counter that wrote it may append to)."""
+
+
+def _size(piece: Piece) -> int:
+    path, n = piece
+    return path.stat().st_size if n is None else n
+
+
+def _blocks(files: Sequence[Piece], size: int) -> Iterable[array[int]]:
     """The values of ``files`` in arrays of at most ``size``."""
-    for path in files:
+    for path, n in files:
+        left = path.stat().st_size // _ITEM if n is None else n // _ITEM
         with open(path, "rb") as fh:
-            while True:
+            while left > 0:
                 block = array("q")
                 try:
-                    block.fromfile(fh, size)
+                    block.fromfile(fh, min(size, left))
                 except EOFError:
                     if block:
                         yield block
                     break
+                left -= len(block)
                 yield block
+
+
+@dataclass(frozen=True, eq=False)
+class DistinctSet:
+    """The values a :class:`DistinctCounter` counted, frozen (:meth:`DistinctCounter.snapshot`):
+    the values in memory, and per value range the run files' first bytes. Sets of consecutive
+    parts of a trace merge (:meth:`merge`) into the set of the whole; ``len()`` counts it.
+
+    Picklable as paths: a set sent to another process names the sending process's run files,
+    which must outlive it (the parallel reader puts them in a directory it removes at the end).
+    Two sets are equal when they hold the same values.
+    """
+
+    fanout: int
+    memory_entries: int
+    memory: bytes
+    """Values not spilled, as ``array('q')`` bytes."""
+    runs: tuple[tuple[tuple[str, int], ...], ...]
+    """Per value range (``fanout`` of them), ``(run file, bytes)``."""
+    keep: Any = field(default=None, repr=False)
+    """The counters whose files these are, kept alive with the set (not pickled)."""
+    _count: list[int] = field(default_factory=list, repr=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DistinctSet, (self.fanout, self.memory_entries, self.memory, self.runs))
+
+    def merge(self, later: DistinctSet) -> DistinctSet:
+        """The values of both."""
+        if later.fanout != self.fanout:
+            raise ValueError("cannot merge sets of counters with different fanouts")
+        runs = tuple(a + b for a, b in zip(self.runs, later.runs, strict=True))
+        return DistinctSet(
+            self.fanout, self.memory_entries, self.memory + later.memory, runs,
+            (self.keep, later.keep),
+        )  # fmt: skip
+
+    def __len__(self) -> int:
+        if not self._count:
+            self._count.append(self._len())
+        return self._count[0]
+
+    def _len(self) -> int:
+        memory = array("q")
+        memory.frombytes(self.memory)
+        if not any(self.runs):
+            return len(set(memory))
+        counter = DistinctCounter(self.memory_entries, self.fanout)
+        try:
+            files: list[list[Piece]] = [
+                [(Path(path), n) for path, n in pieces] for pieces in self.runs
+            ]
+            if memory:
+                spilled: list[list[Path]] = [[] for _ in range(self.fanout)]
+                counter._write_runs(sorted(memory), _LOW, _HIGH, spilled, counter._run_dir())
+                for mine, extra in zip(files, spilled, strict=True):
+                    mine.extend((f, None) for f in extra)
+            step = -(-(_HIGH - _LOW) // self.fanout)
+            return sum(
+                counter._count_range(pieces, _LOW + p * step, min(_LOW + (p + 1) * step, _HIGH))
+                for p, pieces in enumerate(files)
+                if pieces
+            )
+        finally:
+            counter.close()
+
+    def values(self) -> set[int]:
+        """Every value (for tests: memory grows with them)."""
+        out = set(array("q", self.memory))
+        for pieces in self.runs:
+            for values in _blocks([(Path(p), n) for p, n in pieces], 1 << 16):
+                out.update(values)
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DistinctSet):
+            return NotImplemented
+        return len(self) == len(other) and self.values() == other.values()
+
+    __hash__ = None  # type: ignore[assignment]

@@ -65,7 +65,8 @@ themselves as an (async) iterable of dicts in Toolscore's in-memory form."""
 _BATCH = 1024
 
 
-def _gold(gold: GoldInput) -> list[ToolCall]:
+def read_gold(gold: GoldInput) -> list[ToolCall]:
+    """The gold calls: from a file, or as given (dicts or calls)."""
     if isinstance(gold, (str, os.PathLike)):
         return load_gold(gold)
     items = list(gold)
@@ -84,7 +85,7 @@ def _one_ruleset(rules: RulesInput) -> RuleSet | None:
     return ruleset(list(rules))
 
 
-def _rules(
+def read_rules(
     forbidden: RulesInput, rules: RulesInput = None, gold: GoldInput | None = None
 ) -> RuleSet | None:
     """The forbidden and hard rules of ``forbidden``, ``rules`` and the gold file, as one."""
@@ -95,13 +96,12 @@ def _rules(
     return found
 
 
-def _checks(
+def builtin_checks(
     gold: list[ToolCall],
     rules: RuleSet | None,
     *,
     strict: bool,
     keep_details: bool,
-    part: bool = False,
 ) -> list[BaseCheck]:
     scored, view = gold, None
     if rules is not None and rules.arguments is not None and rules.arguments.score:
@@ -118,19 +118,20 @@ def _checks(
     if rules is not None and rules.hard:
         from .checks.hardrules import hard_rules_check
 
-        checks.append(hard_rules_check(rules, gold, strict=strict, part=part))
+        checks.append(hard_rules_check(rules, gold, strict=strict))
     return checks
 
 
-def _result(
+def pipeline_result(
     pipeline: Pipeline,
     gold: list[ToolCall],
     weights: dict[str, float],
     *,
     include_extras: bool,
 ) -> EvaluationResult:
+    """The result of what ``pipeline`` has read so far: its checks' states, reduced."""
     return reduce(
-        pipeline.checks,
+        pipeline.states(),
         weights=weights,
         gold=gold,
         trace_calls=pipeline.calls,
@@ -143,7 +144,7 @@ def _result(
     )
 
 
-def _open_run(
+def open_run(
     gold: GoldInput | None,
     weights: Mapping[str, float] | None,
     forbidden: RulesInput,
@@ -156,10 +157,10 @@ def _open_run(
 ) -> tuple[Pipeline, list[ToolCall], dict[str, float]]:
     """Validate weights, load the gold file and the rules, build the streaming pipeline."""
     norm = normalize_weights(weights)
-    gold_calls = [] if gold is None else _gold(gold)
-    rules = _rules(forbidden, rules, gold)
+    gold_calls = [] if gold is None else read_gold(gold)
+    rules = read_rules(forbidden, rules, gold)
     pipeline = Pipeline(
-        _checks(gold_calls, rules, strict=strict, keep_details=keep_calls),
+        builtin_checks(gold_calls, rules, strict=strict, keep_details=keep_calls),
         keep_calls=keep_calls,
         on_finding=on_finding,
         on_calls=on_calls,
@@ -205,14 +206,16 @@ def evaluate(
     if not isinstance(expected, list):
         raise TypeError(f"expected must be a list of dicts, got {type(expected).__name__}")
     gold = gold_from_dicts(expected)
-    ruleset = _rules(forbidden, rules)
-    calls = calls_from_dicts(_extract(actual))
-    pipeline = Pipeline(_checks(gold, ruleset, strict=strict, keep_details=True), keep_calls=True)
+    ruleset = read_rules(forbidden, rules)
+    calls = calls_from_dicts(extract_calls(actual))
+    pipeline = Pipeline(
+        builtin_checks(gold, ruleset, strict=strict, keep_details=True), keep_calls=True
+    )
     run_sync(pipeline, _batches_of(calls))
-    return _result(pipeline, gold, norm, include_extras=False)
+    return pipeline_result(pipeline, gold, norm, include_extras=False)
 
 
-def _extract(actual: Any) -> list[Any]:
+def extract_calls(actual: Any) -> list[Any]:
     from .integrations import auto_extract
 
     return list(auto_extract(actual))
@@ -282,7 +285,7 @@ def evaluate_trace(
     _no_judge(judge)
     from .sources import iter_batches
 
-    pipeline, gold, norm = _open_run(
+    pipeline, gold, norm = open_run(
         gold_file,
         weights,
         forbidden,
@@ -294,19 +297,19 @@ def evaluate_trace(
     )
     split = _plan_parts(pipeline, trace_file, format, workers, on_calls, keep_calls)
     if split is None:
-        run_sync(pipeline, _guard_first(iter_batches(trace_file, format, on_bytes=on_bytes)))
+        run_sync(pipeline, guard_first(iter_batches(trace_file, format, on_bytes=on_bytes)))
     else:
         from . import parallel
 
-        ruleset = _rules(forbidden, rules, gold_file)
+        ruleset = read_rules(forbidden, rules, gold_file)
         parallel.run(
             pipeline,
             split,
-            lambda: _checks(gold, ruleset, strict=strict, keep_details=False, part=True),
+            lambda: builtin_checks(gold, ruleset, strict=strict, keep_details=False),
             on_bytes=on_bytes,
         )
         finish_sync(pipeline)
-    return _result(pipeline, gold, norm, include_extras=True)
+    return pipeline_result(pipeline, gold, norm, include_extras=True)
 
 
 def _plan_parts(
@@ -349,12 +352,12 @@ class _BeforeFirstCall:
         return batch
 
 
-def _guard_first(batches: Iterable[Batch]) -> Iterator[Batch]:
+def guard_first(batches: Iterable[Batch]) -> Iterator[Batch]:
     guard = _BeforeFirstCall()
     return (guard.check(batch) for batch in batches)
 
 
-async def _aguard_first(batches: AsyncIterable[Batch]) -> AsyncIterator[Batch]:
+async def aguard_first(batches: AsyncIterable[Batch]) -> AsyncIterator[Batch]:
     guard = _BeforeFirstCall()
     async for batch in batches:
         yield guard.check(batch)
@@ -391,7 +394,7 @@ async def evaluate_stream(
     Raises:
         InputError: as :func:`evaluate_trace`, for errors before the first call.
     """
-    pipeline, gold_calls, norm = _open_run(
+    pipeline, gold_calls, norm = open_run(
         gold,
         weights,
         forbidden,
@@ -401,8 +404,8 @@ async def evaluate_stream(
         on_calls=on_calls,
         rules=rules,
     )
-    await run_async(pipeline, _aguard_first(abatches(source, format)))
-    return _result(pipeline, gold_calls, norm, include_extras=True)
+    await run_async(pipeline, aguard_first(abatches(source, format)))
+    return pipeline_result(pipeline, gold_calls, norm, include_extras=True)
 
 
 async def abatches(source: TraceSource, format: str = "auto") -> AsyncIterator[Batch]:

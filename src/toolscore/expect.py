@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from .api import evaluate
+from .api import evaluate, extract_calls
 from .hardrules.spec import ruleset
 from .result import EvaluationResult, normalize_weights
 from .rules import check_forbidden_calls, rules_from_python
@@ -289,11 +289,10 @@ class Expectation:
         return response
 
     def _finish(self, actual: Any) -> EvaluationResult:
-        from .api import _extract
         from .gold import calls_from_dicts
 
         if self._forbidden:
-            calls = calls_from_dicts(_extract(actual))
+            calls = calls_from_dicts(extract_calls(actual))
             report = check_forbidden_calls(calls, rules_from_python(self._forbidden))
             hits = report["violations"]
             if hits:

@@ -21,7 +21,6 @@ only the whole stream shows and ``run.result`` still arrive.
 
 from __future__ import annotations
 
-import copy
 import importlib
 import sys
 import time
@@ -36,10 +35,10 @@ from .api import (
     GoldInput,
     RulesInput,
     TraceSource,
-    _aguard_first,
-    _open_run,
-    _result,
     abatches,
+    aguard_first,
+    open_run,
+    pipeline_result,
 )
 from .calls import Batch, Finding, ToolCall
 from .pipeline import CallSink, FindingSink, Pipeline, run_async
@@ -132,21 +131,14 @@ class LiveRun:
     def snapshot(self) -> EvaluationResult:
         """The result the calls completed so far would give, computed now.
 
-        The reducer runs on shallow copies of the pipeline and its checks, so what a check's
-        ``metrics()`` caches (the expected check solves and keeps its argument pairing) lands on
-        the copy and the live check goes on unchanged; ``metrics()`` must therefore not mutate
-        a check's containers in place (the built-in checks don't; ``tests/test_live.py`` holds
-        them to it). It costs what the reducer costs on the gold file and the kept findings,
-        not on the trace, so call it per batch or on a timer, not per call. Calls whose result
-        is still pending are not in it yet.
+        The reducer runs on the checks' states (:meth:`~toolscore.pipeline.Pipeline.states`),
+        values the live checks hand over and go on without. It costs what the reducer costs
+        on the gold file and the kept findings, not on the trace, so call it per batch or on a
+        timer, not per call. Calls whose result is still pending are not in it yet.
         """
         if self._result is not None:
             return self._result
-        live = self.pipeline
-        snap = copy.copy(live)
-        snap.checks = [copy.copy(check) for check in live.checks]
-        snap.findings = list(live.findings)
-        return _result(snap, self._gold, self._weights, include_extras=True)
+        return pipeline_result(self.pipeline, self._gold, self._weights, include_extras=True)
 
     def score(self) -> float:
         """The score of the calls completed so far, as :meth:`snapshot` would give it, from
@@ -156,8 +148,9 @@ class LiveRun:
             return self._result.score
         for check in self.pipeline.checks:
             if check.name == "expected":
-                metrics = copy.copy(check).metrics()  # type: ignore[attr-defined]
-                return compute_score(metrics, self._weights)
+                state = check.state()
+                if state is not None:
+                    return compute_score(state.metrics(), self._weights)
         return self.snapshot().score
 
     # -- control ------------------------------------------------------------------------------
@@ -236,11 +229,13 @@ class LiveRun:
             yield batch
 
     async def _produce(self, source: TraceSource, format: str) -> None:
-        batches = cast("AsyncGenerator[Batch, None]", _aguard_first(abatches(source, format)))
+        batches = cast("AsyncGenerator[Batch, None]", aguard_first(abatches(source, format)))
         stoppable = self._until_stopped(batches)
         try:
             await run_async(self.pipeline, stoppable)
-            self._result = _result(self.pipeline, self._gold, self._weights, include_extras=True)
+            self._result = pipeline_result(
+                self.pipeline, self._gold, self._weights, include_extras=True
+            )
         except Exception as exc:
             # Handed to the consumer (``__anext__``, ``result``, leaving the block), so the
             # caller sees it plainly rather than inside an exception group.
@@ -335,7 +330,7 @@ async def watch(
         UsageError: a bad ``format``.
         ValueError: a bad weight.
     """
-    pipeline, gold_calls, norm = _open_run(
+    pipeline, gold_calls, norm = open_run(
         gold, weights, forbidden, strict=strict, keep_calls=keep_calls, on_calls=on_calls
     )
     send, receive = anyio.create_memory_object_stream[list[Finding]](buffer)

@@ -10,22 +10,25 @@ whole file. A process hands over each part as soon as it has read it, so the mer
 part runs while it reads its small one, and only the small part's merge is left at the end.
 The merge:
 
-- each check merges its part's state (:meth:`~toolscore.checks._base.BaseCheck.merge_part`):
-  counts, the argument pairing's candidates, the distinct signatures (their run files), the
-  secrets and violations renumbered; the Levenshtein column is replayed over the part's
+- each part's checks were told :meth:`~toolscore.checks._base.BaseCheck.begin_part`, and
+  their states (:class:`~toolscore.checks._base.State`) are merged in order after the main
+  process's (:meth:`~toolscore.pipeline.Pipeline.add_part`): counts, the argument pairing's
+  candidates, the distinct signatures (their run files), the secrets and violations
+  renumbered, exact sums added; the Levenshtein column is replayed over the part's
   tool-name sequence and the trajectory over its first calls, both of which depend on the
   calls before the part;
 - a retry across the boundary (the part's first call repeating the previous part's failed
-  last call) is found at the merge;
+  last call) is found at the merge (:meth:`~toolscore.checks._base.State.findings_between`);
 - the part's findings are moved (their call index and line: their messages are rendered
   from them);
 - its calls, spooled for the JSON report, are copied into the report (in the kernel, by a
   thread, while the merge goes on).
 
-So the result and the reports are the ones one process gives; only latency and cost totals,
-sums of per-part sums, may differ in the last digits. A part whose process fails is read
-again by the main process, with a ``RuntimeWarning``: a failure costs time, not a wrong
-answer.
+So the result and the reports are the ones one process gives, to the last bit (the latency
+and cost totals are exact sums). A part whose process fails is read again by the main
+process, with a pipeline of its own and a ``RuntimeWarning``: a failure costs time, not a
+wrong answer. The parts' files (spools, run files, tool-name logs) live in one temporary
+directory, removed when the main pipeline is.
 """
 
 from __future__ import annotations
@@ -37,16 +40,25 @@ import shutil
 import tempfile
 import traceback
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .calls import Batch, Finding, FindingValues
-from .checks._base import BaseCheck
+from .checks._base import BaseCheck, State
 from .errors import InputError
 from .pipeline import Pipeline, emit_sync, feed_sync, finding_order
 
-__all__ = ["PARALLEL_MIN_BYTES", "Plan", "available_cpus", "mergeable", "plan", "run"]
+__all__ = [
+    "PARALLEL_MIN_BYTES",
+    "Plan",
+    "available_cpus",
+    "mergeable",
+    "plan",
+    "read_part",
+    "run",
+]
 
 PARALLEL_MIN_BYTES = 16 << 20
 """The smallest part worth a process of its own."""
@@ -166,12 +178,12 @@ def _line_start(f: Any, at: int, size: int) -> int | None:
 
 
 @dataclass
-class _PartResult:
+class PartResult:
     """What a part's process sends back."""
 
     calls: int
     lines: int
-    states: dict[str, Any]
+    states: list[State | None]
     findings: str
     spool: str | None
     spooled: int
@@ -194,9 +206,8 @@ def _part_batches(
 
     dialect = CustomDialect(plan.path)
     dialect.next_index = calls
-    decoder = JsonlDecoder(dialect, plan.path)
+    decoder = JsonlDecoder(dialect, plan.path, lines_before=lines)
     decoder.check_empty = False
-    decoder._line = lines
     start, end = plan.bounds[k], plan.bounds[k + 1]
     with open(plan.path, "rb") as f:
         f.seek(start)
@@ -230,6 +241,7 @@ def _read_parts(
     """In a forked process: read parts ``ks`` one after the other, each with a pipeline of
     its own, and send each one's result as soon as it is read."""
     kept: list[Any] = []  # every part's checks live on: see the end
+    tempfile.tempdir = tmp  # the checks' files (run files, name logs): the parent removes them
 
     def advance(n: int) -> None:
         with progress.get_lock():
@@ -237,7 +249,7 @@ def _read_parts(
 
     try:
         for k in ks:
-            result, checks = _read_part(plan, k, make_checks, tmp, spool_calls, advance)
+            result, checks = read_part(plan, k, make_checks, tmp, spool_calls, advance)
             kept.append(checks)
             conn.send(("ok", result))
     except BaseException:
@@ -249,23 +261,21 @@ def _read_parts(
         os._exit(0)
 
 
-def _read_part(
+def read_part(
     plan: Plan,
     k: int,
     make_checks: Callable[[], list[BaseCheck]],
     tmp: str,
     spool_calls: bool,
     advance: Callable[[int], None],
-) -> tuple[_PartResult, list[BaseCheck]]:
+) -> tuple[PartResult, list[BaseCheck]]:
     """Read part ``k`` with a pipeline of its own: what to send, and the checks (whose files
     the result names)."""
     from .reports.json import CallSpool
 
     checks = make_checks()
     for check in checks:
-        record_part = getattr(check, "record_part", None)
-        if record_part is not None:
-            record_part(os.path.join(tmp, f"sequence-{k}"))
+        check.begin_part()
     findings_path = os.path.join(tmp, f"findings-{k}")
     spool_path = os.path.join(tmp, f"calls-{k}") if spool_calls else None
     spool = CallSpool(path=spool_path) if spool_path is not None else None
@@ -280,10 +290,10 @@ def _read_part(
     if spool is not None:
         spool.flush()
         spool.close()  # its file stays, for the main process
-    result = _PartResult(
+    result = PartResult(
         calls=pipeline.calls_read,
         lines=newlines[0],
-        states={check.name: check.part_state() for check in checks},
+        states=pipeline.states(),
         findings=findings_path,
         spool=spool_path,
         spooled=spool.count if spool is not None else 0,
@@ -341,13 +351,8 @@ def run(
         lines = newlines[0]
         for k, (process, receive) in enumerate(workers, 1):
             outcome = _receive(process, receive)
-            calls = pipeline.calls_read
-            if isinstance(outcome, _PartResult):
-                _merge(pipeline, outcome, calls, lines)
-                if outcome.error is not None:
-                    return
-                lines += outcome.lines
-            else:  # the part's process failed: read the part here instead
+            if not isinstance(outcome, PartResult):
+                # the part's process failed: read the part here instead, on its own
                 warnings.warn(
                     f"toolscore: part {k + 1} of {plan.path} (bytes {plan.bounds[k]}-"
                     f"{plan.bounds[k + 1]}) could not be read in a process of its own, so the "
@@ -355,11 +360,11 @@ def run(
                     RuntimeWarning,
                     stacklevel=2,
                 )
-                newlines = [0]
-                batches = _part_batches(plan, k, calls, lines, report, newlines)
-                if not feed_sync(pipeline, batches):
-                    return
-                lines += newlines[0]
+                outcome, _ = read_part(plan, k, make_checks, tmp, spool_calls, report)
+            _merge(pipeline, outcome, pipeline.calls_read, lines)
+            if outcome.error is not None:
+                return
+            lines += outcome.lines
             report(0)
     finally:
         for process, receive in dict(workers).items():  # each process once
@@ -367,10 +372,11 @@ def run(
             if process.is_alive():
                 process.terminate()
             process.join()
-        shutil.rmtree(tmp, ignore_errors=True)
+        # the merged states name files in it (run files): removed with the pipeline
+        weakref.finalize(pipeline, shutil.rmtree, tmp, True)
 
 
-def _receive(process: Any, receive: Any) -> _PartResult | str:
+def _receive(process: Any, receive: Any) -> PartResult | str:
     try:
         status, payload = receive.recv()
     except (EOFError, OSError):
@@ -379,16 +385,15 @@ def _receive(process: Any, receive: Any) -> _PartResult | str:
     return payload if status == "ok" else str(payload)
 
 
-def _merge(pipeline: Pipeline, part: _PartResult, calls: int, lines: int) -> None:
+def _merge(pipeline: Pipeline, part: PartResult, calls: int, lines: int) -> None:
     sink = pipeline.on_calls
     if sink is not None and part.spool is not None:
         # first: a report copies the spool in the kernel, in a thread, while the findings
         # below are merged
         sink.adopt(part.spool, part.spooled)  # type: ignore[attr-defined]
-    by_name = {check.name: check for check in pipeline.checks}
-    pending: list[Finding] = []  # what only the merge shows: a retry across the boundary
-    for name, state in part.states.items():
-        pending.extend(by_name[name].merge_part(state, calls, lines))
+    # what only the merge shows (a retry across the boundary), in the whole's numbers
+    states = [None if s is None else s.relocated(lines) for s in part.states]
+    pending = pipeline.add_part(states, part.calls, part.error)
     # pending findings go out with the first of the part's batches that reaches their place
     # (the pipeline puts a batch's findings in input order), so a bad line before them
     # stays before them
@@ -405,10 +410,6 @@ def _merge(pipeline: Pipeline, part: _PartResult, calls: int, lines: int) -> Non
                 pending = []
             emit_sync(pipeline, found)
     emit_sync(pipeline, pending)
-    pipeline.calls_read += part.calls
-    pipeline.calls_done += part.calls
-    if part.error is not None and pipeline.error is None:
-        pipeline.error = part.error
 
 
 def mergeable(checks: Sequence[BaseCheck], on_calls: Any, keep_calls: bool) -> bool:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from .calls import Batch, Finding, ToolCall
-from .checks._base import BaseCheck
+from .checks._base import BaseCheck, State
 from .columns import Columns
 from .errors import InputError
 
@@ -106,6 +106,8 @@ class Pipeline:
         ``max_pending``): completed without one by :meth:`_flush` when the stream ends before
         the source could, on a stop or a fatal input error."""
         self._flushed: Batch | None = None
+        self._merged: list[State | None] | None = None
+        """Per check, its state merged with the later parts taken in (:meth:`add_part`)."""
 
     # -- the I/O-free core ------------------------------------------------------------------
 
@@ -186,11 +188,63 @@ class Pipeline:
         batch = self._prepare(batch)
         return self._collect(batch, [check.feed(batch) for check in self.checks])
 
+    # -- states -----------------------------------------------------------------------------
+
+    def states(self) -> list[State | None]:
+        """Each check's state (None for a check without one), merged with the later parts of
+        the trace taken in by :meth:`add_part`, in the order of :attr:`checks`."""
+        merged = self._merged
+        if merged is None:
+            return [_state_of(check) for check in self.checks]
+        if not self.finished:
+            return list(merged)
+        return [  # a check that resumed from its merged state knows the whole
+            _state_of(check) if hasattr(check, "resume") else state
+            for check, state in zip(self.checks, merged, strict=True)
+        ]
+
+    def _resume(self) -> None:
+        if self._merged is not None:
+            for check, state in zip(self.checks, self._merged, strict=True):
+                resume = getattr(check, "resume", None)
+                if resume is not None and state is not None:
+                    resume(state)
+
+    def add_part(
+        self, states: Sequence[State | None], calls: int, error: InputError | None = None
+    ) -> list[Finding]:
+        """Take in a later part of the trace, read on its own (by another process): its
+        checks' states (in the order of :attr:`checks`), its calls, its input error. The
+        checks read no more batches afterwards (their part of the trace is before this one).
+
+        Returns the findings only the parts together show (a retry across the boundary), in
+        the whole's numbers (the states relocated to the part's lines first). The part's own
+        findings and calls go to the sinks through :func:`emit_sync` and the call sink. At
+        :meth:`finish`, a check with a ``resume(state)`` method takes its merged state back
+        first (its end of stream reads the whole).
+        """
+        merged = self._merged
+        if merged is None:
+            merged = self._merged = [_state_of(check) for check in self.checks]
+        between: list[Finding] = []
+        for i, later in enumerate(states):
+            before = merged[i]
+            if later is None or before is None:
+                continue
+            between.extend(before.findings_between(later))
+            merged[i] = before.merge(later)
+        self.calls_read += calls
+        self.calls_done += calls
+        if error is not None and self.error is None:
+            self.error = error
+        return between
+
     def finish(self) -> list[Finding]:
         """End of stream: release any held-back calls, let each check finish once."""
         batch = self._flush()
         found = self.process(batch) if (batch.n_done or batch.n_calls) else []
         tail: list[Finding] = []
+        self._resume()
         for check in self.checks:
             tail.extend(check.finish())
         self.finished = True
@@ -225,10 +279,16 @@ class Pipeline:
         batch = self._flush()
         found = await self.aprocess(batch) if (batch.n_done or batch.n_calls) else []
         tail: list[Finding] = []
+        self._resume()
         for check in self.checks:
             tail.extend(await check.afinish())
         self.finished = True
         return found + self._collect(Batch(), [tail])
+
+
+def _state_of(check: Any) -> State | None:
+    state = getattr(check, "state", None)
+    return None if state is None else cast("State | None", state())
 
 
 def _call_sinks(pipeline: Pipeline, batch: Batch, found: list[Finding]) -> list[Any]:

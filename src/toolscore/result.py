@@ -1,8 +1,9 @@
 """The reducer: the checks' metrics in, one :class:`EvaluationResult` out.
 
-Nothing here does I/O or knows about events loops: :func:`reduce` merges what each check
-reports (``metrics()``) into Toolscore 1.10's key layout, and :class:`EvaluationResult`
-computes the score, the grade and the ``to_dict`` record from it. Empty cases are decided per
+Nothing here does I/O or knows about events loops: :func:`reduce` merges what each check's
+state reports (``State.metrics()``; no check is imported or asked by name) into Toolscore
+1.10's key layout, and :class:`EvaluationResult` computes the score, the grade and the
+``to_dict`` record from it. Empty cases are decided per
 metric in the checks; the one decided here is ``required_call_recall is None`` (nothing was
 required), which counts as fully met in the score, as in Toolscore.
 """
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from .calls import Finding, ToolCall
-from .checks._base import BaseCheck
+from .checks._base import State
 from .errors import InputError
 from .gold import side_effect_note
 from .verdict import letter_grade
@@ -22,6 +23,7 @@ from .verdict import letter_grade
 __all__ = [
     "DEFAULT_WEIGHTS",
     "EFFICIENCY_KEYS",
+    "EXTRA_KEYS",
     "RECORD_SCHEMA_VERSION",
     "EvaluationResult",
     "call_record",
@@ -396,8 +398,19 @@ def _efficiency(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+EXTRA_KEYS = ("latency_metrics", "cost_metrics")
+"""Metrics only file traces get (``include_extras``), as Toolscore's ``evaluate_trace``."""
+
+_AFTER_EXPECTED = (
+    "required_call_recall",
+    "security_metrics",
+    "policy_metrics",
+    "rule_metrics",
+)
+
+
 def reduce(
-    checks: Sequence[BaseCheck],
+    states: Sequence[State | None],
     *,
     weights: Mapping[str, float],
     gold: list[ToolCall],
@@ -409,15 +422,18 @@ def reduce(
     input_problems: int = 0,
     include_extras: bool = False,
 ) -> EvaluationResult:
-    """Merge the finished checks' metrics into one result, in Toolscore's key order.
+    """Merge the checks' states into one result, in Toolscore's key order.
 
-    Checks are found by name: ``expected`` (the gold-based metrics; ``extra_metrics()`` for
-    latency/cost), ``errors`` (five ``efficiency_metrics`` keys and ``failed_tools``),
-    ``secrets`` (``security_metrics``) and ``policy`` (``policy_metrics``). A missing check
-    adds nothing, except that ``efficiency_metrics`` always has its eight keys.
+    Each state gives its part of the metrics (:meth:`~toolscore.checks._base.State.metrics`);
+    no check is asked by name. The keys are laid out in Toolscore's order (the gold-based
+    metrics, ``efficiency_metrics``, ``required_call_recall``, ``security_metrics``,
+    ``policy_metrics``), then any other key a state gives, then :data:`EXTRA_KEYS` when
+    ``include_extras``. A key two states give is the first one's, except
+    ``efficiency_metrics``, whose keys are merged; it always has its eight keys. A state with
+    ``failed_tools`` (the errors check's) gives the result's.
 
     Args:
-        checks: the checks, already finished.
+        states: the checks' states (None: a check with no state).
         weights: normalized weights.
         gold: the expected calls.
         trace_calls: the kept trace calls, or None.
@@ -428,35 +444,28 @@ def reduce(
         include_extras: add ``latency_metrics``/``cost_metrics`` (file traces, as
             Toolscore's ``evaluate_trace``).
     """
-    by_name: dict[str, BaseCheck] = {}
-    for check in checks:
-        by_name.setdefault(check.name, check)
-    parts: dict[str, dict[str, Any]] = {}
-    for name in ("expected", "errors", "secrets", "policy", "rules"):
-        if name in by_name:
-            parts[name] = dict(getattr(by_name[name], "metrics", dict)())
-    expected = parts.get("expected", {})
-    metrics: dict[str, Any] = {key: expected[key] for key in _EXPECTED_KEYS if key in expected}
-    metrics["efficiency_metrics"] = _efficiency(
-        [
-            expected.get("efficiency_metrics") or {},
-            parts.get("errors", {}).get("efficiency_metrics") or {},
-        ]
-    )
-    if "required_call_recall" in expected:
-        metrics["required_call_recall"] = expected["required_call_recall"]
-    if "security_metrics" in parts.get("secrets", {}):
-        metrics["security_metrics"] = parts["secrets"]["security_metrics"]
-    if "policy_metrics" in parts.get("policy", {}):
-        metrics["policy_metrics"] = parts["policy"]["policy_metrics"]
-    if "rule_metrics" in parts.get("rules", {}):
-        metrics["rule_metrics"] = parts["rules"]["rule_metrics"]
-    if include_extras and "expected" in by_name:
-        extra = getattr(by_name["expected"], "extra_metrics", None)
-        if extra is not None:
-            metrics.update(extra())
-    errors = by_name.get("errors")
-    failed: Sequence[tuple[str, int]] = getattr(errors, "failed_tools", None) or ()
+    given: dict[str, Any] = {}
+    efficiency: list[Mapping[str, Any]] = []
+    failed: Sequence[tuple[str, int]] = ()
+    for state in states:
+        if state is None:
+            continue
+        for key, value in state.metrics().items():
+            if key == "efficiency_metrics":
+                efficiency.append(value or {})
+            else:
+                given.setdefault(key, value)
+        if not failed:
+            failed = getattr(state, "failed_tools", None) or ()
+    metrics: dict[str, Any] = {key: given.pop(key) for key in _EXPECTED_KEYS if key in given}
+    metrics["efficiency_metrics"] = _efficiency(efficiency)
+    for key in _AFTER_EXPECTED:
+        if key in given:
+            metrics[key] = given.pop(key)
+    extras = {key: given.pop(key) for key in EXTRA_KEYS if key in given}
+    metrics.update(given)
+    if include_extras:
+        metrics.update(extras)
     return EvaluationResult(
         metrics,
         dict(weights),

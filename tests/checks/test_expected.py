@@ -11,14 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolscore.calls import Batch, ToolCall
-from toolscore.checks import expected as expected_mod
 from toolscore.checks.expected import (
+    BIT_PARALLEL_MIN_GOLD,
     MAX_TAIL_DETAILS,
+    BitParallelDistance,
+    ColumnDistance,
     ExpectedCheck,
-    _BitParallelDistance,
-    _ColumnDistance,
+    distance_tracker,
     expected_check,
 )
+from toolscore.checks.expected import pairing as pairing_mod
+from toolscore.checks.expected import sequence as sequence_mod
 from toolscore.matchers import ANY, compare_values
 
 # -- helpers --------------------------------------------------------------------------------
@@ -627,12 +630,12 @@ def test_many_distinct_gold_calls_of_one_tool() -> None:
 )
 def test_distance_trackers_equal_reference(gold: list[str], trace: list[str]) -> None:
     expected = ref_levenshtein(gold, trace)
-    column = _ColumnDistance(gold)
+    column = ColumnDistance(gold)
     for name in trace:
         column.step(name)
     assert column.distance == expected
     if gold:
-        bits = _BitParallelDistance(gold)
+        bits = BitParallelDistance(gold)
         for name in trace:
             bits.step(name)
         assert bits.distance == expected
@@ -648,21 +651,21 @@ def test_bit_parallel_table_full_or_not(
     gold: list[str], batches: list[list[str]], table_max: int
 ) -> None:
     # the step table stops growing at STEP_TABLE_MAX; the steps after that are computed
-    saved = expected_mod.STEP_TABLE_MAX
-    expected_mod.STEP_TABLE_MAX = table_max
+    saved = sequence_mod.STEP_TABLE_MAX
+    sequence_mod.STEP_TABLE_MAX = table_max
     try:
-        bits = _BitParallelDistance(gold)
+        bits = BitParallelDistance(gold)
         for batch in batches:
             bits.run(batch)
     finally:
-        expected_mod.STEP_TABLE_MAX = saved
+        sequence_mod.STEP_TABLE_MAX = saved
     assert bits.distance == ref_levenshtein(gold, [name for batch in batches for name in batch])
 
 
 def test_bit_parallel_long_gold() -> None:
     gold = [f"t{i % 13}" for i in range(300)]
     trace = [f"t{(i * 7) % 17}" for i in range(250)]
-    bits = _BitParallelDistance(gold)
+    bits = BitParallelDistance(gold)
     for name in trace:
         bits.step(name)
     assert bits.distance == ref_levenshtein(gold, trace)
@@ -715,10 +718,10 @@ def test_all_ties(gold_keys: list[int], m: int) -> None:
 
 
 def test_selection_of_distance_tracker() -> None:
-    assert isinstance(expected_mod._distance_tracker([]), _ColumnDistance)
+    assert isinstance(distance_tracker([]), ColumnDistance)
     assert isinstance(
-        expected_mod._distance_tracker(["a"] * expected_mod.BIT_PARALLEL_MIN_GOLD),
-        _BitParallelDistance,
+        distance_tracker(["a"] * BIT_PARALLEL_MIN_GOLD),
+        BitParallelDistance,
     )
 
 
@@ -869,7 +872,7 @@ def test_pair_tool_equals_big_int_assignment(
     case: tuple[list[list[tuple[int, int, int]]], int],
 ) -> None:
     golds, m = case
-    assert expected_mod._pair_tool(golds, m) == old_pair_tool(golds, m)
+    assert pairing_mod.pair_tool(golds, m) == old_pair_tool(golds, m)
 
 
 @settings(max_examples=200, deadline=None)
@@ -886,7 +889,7 @@ def test_min_cost_assignment_duals(case: tuple[list[list[tuple[int, int, int]]],
                 by_pos.setdefault(pos, []).append((w, p, 0))
         rows = [sorted(r, reverse=True) for r in by_pos.values()]
     top = max(c[0][0] for c in rows)
-    row_col, u, v = expected_mod._min_cost_assignment(rows, top)
+    row_col, u, v = pairing_mod.min_cost_assignment(rows, top)
     assert len(set(row_col)) == len(rows)
     for r, edges in enumerate(rows):
         for w, c, _ in edges:

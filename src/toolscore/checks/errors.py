@@ -13,14 +13,15 @@ canonical arguments); a chain fail, fail, same counts two, and the retry may fai
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .._distinct import DistinctCounter
+from .._distinct import DistinctCounter, DistinctSet
 from ..calls import Batch, Finding, Location, Severity
 from ..redact import redact_secrets
-from ._base import BaseCheck
+from ._base import BaseCheck, State
 
-__all__ = ["ErrorsCheck", "errors_check"]
+__all__ = ["ErrorsCheck", "ErrorsState", "errors_check"]
 
 _ERROR_CHARS = 200
 
@@ -55,6 +56,90 @@ def _retry(tool: str, location: Location | None, i: int) -> Finding:
     return Finding(
         "errors", "retry_after_error", "warning", None, i, tool, location, template=_RETRY
     )
+
+
+@dataclass(frozen=True)
+class ErrorsState(State):
+    """What the errors check knows: counts, failed tools, distinct signatures, and the first
+    and last calls (for a retry across the boundary of two parts)."""
+
+    check: str = field(default="errors", kw_only=True)
+    calls: int = 0
+    errors: int = 0
+    retries: int = 0
+    failed: tuple[tuple[str, int], ...] = ()
+    """Failed tool names with their counts, in first-failure order."""
+    distinct: DistinctSet | None = None
+    """The calls' signature fingerprints (None: no call)."""
+    first: tuple[str, bytes, Location | None] | None = None
+    """The first call's tool, signature and location."""
+    last: tuple[str, bytes, bool] | None = None
+    """The last call's tool, signature and whether it failed."""
+
+    def _retry_between(self, later: ErrorsState) -> bool:
+        last, first = self.last, later.first
+        return last is not None and first is not None and last[2] and first[:2] == last[:2]
+
+    def merge(self, later: ErrorsState) -> ErrorsState:
+        if not later.calls:
+            return self
+        if not self.calls:
+            return later
+        failed = dict(self.failed)
+        for tool, n in later.failed:
+            failed[tool] = failed.get(tool, 0) + n
+        assert self.distinct is not None and later.distinct is not None
+        return ErrorsState(
+            calls=self.calls + later.calls,
+            errors=self.errors + later.errors,
+            retries=self.retries + later.retries + self._retry_between(later),
+            failed=tuple(failed.items()),
+            distinct=self.distinct.merge(later.distinct),
+            first=self.first,
+            last=later.last,
+        )
+
+    def findings_between(self, later: ErrorsState) -> list[Finding]:
+        """A retry across the boundary: ``later``'s first call repeats the failed last call
+        of this part."""
+        if not self._retry_between(later):
+            return []
+        assert later.first is not None
+        tool, _, location = later.first
+        return [_retry(tool, location, self.calls)]
+
+    def relocated(self, lines: int) -> ErrorsState:
+        first = self.first
+        loc = None if first is None else first[2]
+        if not lines or first is None or loc is None or loc.line is None:
+            return self
+        moved = Location(loc.source, loc.line + lines, loc.offset)
+        return replace(self, first=(first[0], first[1], moved))
+
+    @property
+    def identical_count(self) -> int:
+        """Calls minus distinct signatures."""
+        return self.calls - (len(self.distinct) if self.distinct is not None else 0)
+
+    @property
+    def failed_tools(self) -> list[tuple[str, int]]:
+        """Failed tool names with counts, most first; ties in first-failure order."""
+        return Counter(dict(self.failed)).most_common()
+
+    def metrics(self) -> dict[str, Any]:
+        """``{"efficiency_metrics": {identical_count, identical_rate, error_count, error_rate,
+        retry_after_error_count}}``; rates are 0.0 when there were no calls."""
+        n = self.calls
+        identical = self.identical_count
+        return {
+            "efficiency_metrics": {
+                "identical_count": identical,
+                "identical_rate": identical / n if n else 0.0,
+                "error_count": self.errors,
+                "error_rate": self.errors / n if n else 0.0,
+                "retry_after_error_count": self.retries,
+            }
+        }
 
 
 class ErrorsCheck(BaseCheck):
@@ -116,36 +201,17 @@ class ErrorsCheck(BaseCheck):
                 findings.append(_failed(tools[pos], cols.error(pos), cols.location(pos), i))
         return findings
 
-    def part_state(self) -> dict[str, Any]:
-        return {
-            "total": self.total_calls,
-            "errors": self.error_count,
-            "retries": self.retry_after_error_count,
-            "failed": list(self._failed.items()),
-            "seen": self._seen,
-            "first": self._first,
-            "last": (self._prev_tool, self._prev_sig, self._prev_failed),
-        }
-
-    def merge_part(self, state: dict[str, Any], calls: int, lines: int) -> list[Finding]:
-        findings: list[Finding] = []
-        first = state["first"]
-        if first is not None and self._prev_failed:
-            tool, sig, location = first
-            if tool == self._prev_tool and sig == self._prev_sig:
-                self.retry_after_error_count += 1
-                if location is not None and location.line is not None:
-                    location = Location(location.source, location.line + lines, location.offset)
-                findings.append(_retry(tool, location, calls))
-        if not state["total"]:
-            return findings
-        self.total_calls += state["total"]
-        self.error_count += state["errors"]
-        self.retry_after_error_count += state["retries"]
-        self._failed.update(dict(state["failed"]))
-        self._seen.merge(state["seen"])
-        self._prev_tool, self._prev_sig, self._prev_failed = state["last"]
-        return findings
+    def state(self) -> ErrorsState:
+        prev = self._prev_tool
+        return ErrorsState(
+            calls=self.total_calls,
+            errors=self.error_count,
+            retries=self.retry_after_error_count,
+            failed=tuple(self._failed.items()),
+            distinct=self._seen.snapshot() if self.total_calls else None,
+            first=self._first,
+            last=None if prev is None else (prev, self._prev_sig, self._prev_failed),
+        )
 
     @property
     def identical_count(self) -> int:
@@ -174,19 +240,8 @@ class ErrorsCheck(BaseCheck):
         return out
 
     def metrics(self) -> dict[str, Any]:
-        """``{"efficiency_metrics": {identical_count, identical_rate, error_count, error_rate,
-        retry_after_error_count}}``; rates are 0.0 when there were no calls."""
-        n = self.total_calls
-        identical = self.identical_count
-        return {
-            "efficiency_metrics": {
-                "identical_count": identical,
-                "identical_rate": identical / n if n else 0.0,
-                "error_count": self.error_count,
-                "error_rate": self.error_count / n if n else 0.0,
-                "retry_after_error_count": self.retry_after_error_count,
-            }
-        }
+        """:meth:`ErrorsState.metrics` of the calls so far."""
+        return self.state().metrics()
 
 
 def errors_check() -> ErrorsCheck:

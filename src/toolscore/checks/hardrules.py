@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
 from itertools import accumulate, compress, groupby
 from typing import Any
 
@@ -25,9 +26,9 @@ from ..hardrules.spec import RuleSet
 from ..hardrules.state import PENDING_SINKS, FlowState, SeqState, Source, Violation
 from ..redact import PREFILTER_SCAN, redact_secrets, scan_text
 from ..rules import CompiledRule
-from ._base import BaseCheck
+from ._base import BaseCheck, State
 
-__all__ = ["HardRulesCheck", "hard_rules_check"]
+__all__ = ["HardRulesCheck", "RulesState", "hard_rules_check"]
 
 
 def _positions(tools: list[str], tool: str, limit: int, stop: int | None = None) -> list[int]:
@@ -70,7 +71,7 @@ class HardRulesCheck(BaseCheck):
         gold: the expected calls, for the match modes.
         strict: compare argument types exactly in the match modes.
         part: this check reads a part of a trace that does not start it (another process's
-            part): it keeps what it finds in its state, for :meth:`merge_part`.
+            part; as :meth:`begin_part`): it keeps what it finds in its state, for the merge.
     """
 
     name = "rules"
@@ -111,17 +112,31 @@ class HardRulesCheck(BaseCheck):
         self._gold_by_tool: dict[str, list[int]] = {}
         for g, call in enumerate(self.gold):
             self._gold_by_tool.setdefault(call.tool, []).append(g)
-        n_counts, n_orders = len(counts), len(rules.order)
+        self.seq, self.flow = self._start(part)
+        self.end: tuple[Violation, ...] = ()
+        """The violations found at the end of the trace (``min`` counts, match modes)."""
+        self.verdicts: dict[str, tuple[bool, str]] = {}
+
+    def _start(self, part: bool) -> tuple[SeqState, FlowState]:
+        n_counts, n_orders = len(self.rules.counts), len(self.rules.order)
         match = MatchState(len(self.gold)) if self._modes else None
-        self.seq = SeqState(
+        seq = SeqState(
             not part, 0, (0,) * n_counts, ((),) * n_counts, (False,) * n_orders,
             (None,) * n_orders, (), match,
         )  # fmt: skip
         n_flows = len(self._flows)
-        self.flow = FlowState(not part, 0, (None,) * n_flows, ((),) * n_flows)
-        self.end: tuple[Violation, ...] = ()
-        """The violations found at the end of the trace (``min`` counts, match modes)."""
-        self.verdicts: dict[str, tuple[bool, str]] = {}
+        return seq, FlowState(not part, 0, (None,) * n_flows, ((),) * n_flows)
+
+    def begin_part(self) -> None:
+        """Read a later part of a trace on its own: keep what it finds in its state."""
+        self.part = True
+        self.seq, self.flow = self._start(True)
+
+    def resume(self, state: RulesState) -> None:
+        """Go on from ``state`` (the merged state of the parts read so far): what
+        :meth:`finish` reads."""
+        assert state.seq is not None and state.flow is not None
+        self.seq, self.flow = state.seq, state.flow
 
     # -- reading -------------------------------------------------------------------------
 
@@ -352,34 +367,16 @@ class HardRulesCheck(BaseCheck):
         self.end = tuple(end)
         return [self._finding(v) for v in end]
 
-    def part_state(self) -> tuple[SeqState, FlowState]:
-        return self.seq, self.flow
-
-    def state(self) -> tuple[SeqState, FlowState]:
+    def state(self) -> RulesState:
         """The check's state: what it read, mergeable with a later part's."""
-        return self.seq, self.flow
-
-    def merge_part(
-        self, state: tuple[SeqState, FlowState], calls: int, lines: int
-    ) -> list[Finding]:
-        """Take in a later part's state: the part's own violations and those only the two
-        together show, as findings (a part keeps its findings in its state)."""
-        seq, flow = state
-        self.seq, found = self._merge_seq(self.seq, seq.relocated(lines))
-        self.flow, found_f = self.flow.merge_found(flow.relocated(lines), self._flow_ids)
-        found.extend(found_f)
-        if self.part:
-            return []
-        found.sort(key=_order_key)
-        return [self._finding(v) for v in found]
+        return RulesState(self.seq, self.flow, self.end, dict(self.verdicts), engine=self)
 
     # -- results -------------------------------------------------------------------------
 
     @property
     def violations(self) -> list[Violation]:
         """Every violation, in call order (those at the end of the trace last)."""
-        both = sorted((*self.seq.violations, *self.flow.violations), key=_order_key)
-        return [*both, *self.end]
+        return self.state().violations
 
     def _finding(self, v: Violation) -> Finding:
         return Finding(
@@ -403,7 +400,70 @@ class HardRulesCheck(BaseCheck):
         return redact_secrets(f"{who} {v.text()}{tail}")
 
     def metrics(self) -> dict[str, Any]:
+        """:meth:`RulesState.metrics` of the calls so far."""
+        return self.state().metrics()
+
+
+@dataclass(frozen=True)
+class RulesState(State):
+    """What the hard-rules check knows: the sequence rules' state (counts, order, the
+    allowlist, schemas, match modes), the data-flow rules', and what the end of the trace
+    showed. The check that made it (``engine``: the rules, compiled) is not compared nor
+    pickled: a state sent to another process merges after one of that process's."""
+
+    seq: SeqState | None = None
+    flow: FlowState | None = None
+    end: tuple[Violation, ...] = ()
+    verdicts: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    engine: HardRulesCheck | None = field(default=None, compare=False, repr=False)
+    check: str = field(default="rules", kw_only=True)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "engine"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "engine", None)
+
+    def relocated(self, lines: int) -> RulesState:
+        assert self.seq is not None and self.flow is not None
+        return replace(self, seq=self.seq.relocated(lines), flow=self.flow.relocated(lines))
+
+    def _merged(self, later: RulesState) -> tuple[RulesState, list[Violation]]:
+        engine = self.engine or later.engine
+        assert engine is not None and self.seq is not None and self.flow is not None
+        assert later.seq is not None and later.flow is not None
+        seq, found = engine._merge_seq(self.seq, later.seq)
+        flow, found_f = self.flow.merge_found(later.flow, engine._flow_ids)
+        found.extend(found_f)
+        found.sort(key=_order_key)
+        return RulesState(seq, flow, engine=engine), found
+
+    def merge(self, later: RulesState) -> RulesState:
+        return self._merged(later)[0]
+
+    def findings_between(self, later: RulesState) -> list[Finding]:
+        """The later part's violations and those only the two together show (a part keeps
+        its findings in its state); none while the earlier part is not the trace's start."""
+        assert self.seq is not None
+        if not self.seq.origin:
+            return []
+        merged, found = self._merged(later)
+        assert merged.engine is not None
+        return [merged.engine._finding(v) for v in found]
+
+    @property
+    def violations(self) -> list[Violation]:
+        """Every violation, in call order (those at the end of the trace last)."""
+        assert self.seq is not None and self.flow is not None
+        both = sorted((*self.seq.violations, *self.flow.violations), key=_order_key)
+        return [*both, *self.end]
+
+    def metrics(self) -> dict[str, Any]:
         """``{"rule_metrics": {"violation_count", "rule_count", "violations", "match"}}``."""
+        engine = self.engine
+        assert engine is not None
         records = [
             {
                 "rule": v.rule,
@@ -411,13 +471,13 @@ class HardRulesCheck(BaseCheck):
                 "index": v.index,
                 "tool": v.tool,
                 "path": v.path,
-                "message": self.message(v),
+                "message": engine.message(v),
             }
             for v in self.violations
         ]
         out: dict[str, Any] = {
             "violation_count": len(records),
-            "rule_count": self.rules.rule_count(),
+            "rule_count": engine.rules.rule_count(),
             "violations": records,
         }
         if self.verdicts:

@@ -7,13 +7,43 @@ For each call only the first matching rule (lowest index) is recorded, as in Too
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..calls import Batch, Finding, Location, ToolCall
 from ..rules import CompiledRules, Rule, rules_from_python
-from ._base import BaseCheck
+from ._base import BaseCheck, State
 
-__all__ = ["PolicyCheck", "policy_check"]
+__all__ = ["PolicyCheck", "PolicyState", "policy_check"]
+
+
+@dataclass(frozen=True)
+class PolicyState(State):
+    """The violations, in call order (``{"index", "tool", "args", "rule", "reason"}``), the
+    number of rules and the calls checked."""
+
+    calls: int = 0
+    rule_count: int = 0
+    violations: tuple[dict[str, Any], ...] = ()
+    check: str = field(default="policy", kw_only=True)
+
+    def merge(self, later: PolicyState) -> PolicyState:
+        if not later.calls:
+            return self
+        moved = [{**v, "index": v["index"] + self.calls} for v in later.violations]
+        return PolicyState(self.calls + later.calls, self.rule_count, (*self.violations, *moved))
+
+    def report(self) -> dict[str, Any]:
+        """``{"violation_count", "rule_count", "violations"}`` (Toolscore's layout)."""
+        return {
+            "violation_count": len(self.violations),
+            "rule_count": self.rule_count,
+            "violations": list(self.violations),
+        }
+
+    def metrics(self) -> dict[str, Any]:
+        """``{"policy_metrics": report()}``."""
+        return {"policy_metrics": self.report()}
 
 
 class PolicyCheck(BaseCheck):
@@ -30,6 +60,7 @@ class PolicyCheck(BaseCheck):
         self.rules: list[Rule] = rules_from_python(rules)
         self._compiled = CompiledRules(self.rules)
         self.violations: list[dict[str, Any]] = []
+        self.calls = 0
 
     def check_call(self, call: ToolCall, index: int | None = None) -> dict[str, Any] | None:
         """Check one call; record and return its violation, or return None."""
@@ -50,6 +81,7 @@ class PolicyCheck(BaseCheck):
         """The batch's calls, a tool at a time and a rule at a time (see
         :meth:`~toolscore.rules.CompiledRules.match`); violations in call order."""
         cols = batch.columns()
+        self.calls += cols.n
         tools = cols.tools
         args = cols.args
         matched, timed_out = self._compiled.match(tools, args)
@@ -65,22 +97,12 @@ class PolicyCheck(BaseCheck):
             findings.sort(key=lambda f: f.call_index or 0)
         return findings
 
-    def part_state(self) -> list[dict[str, Any]]:
-        return self.violations
-
-    def merge_part(self, state: list[dict[str, Any]], calls: int, lines: int) -> list[Finding]:
-        for violation in state:
-            violation["index"] += calls
-        self.violations.extend(state)
-        return []
+    def state(self) -> PolicyState:
+        return PolicyState(self.calls, len(self.rules), tuple(self.violations))
 
     def report(self) -> dict[str, Any]:
-        """``{"violation_count", "rule_count", "violations"}`` (Toolscore's layout)."""
-        return {
-            "violation_count": len(self.violations),
-            "rule_count": len(self.rules),
-            "violations": self.violations,
-        }
+        """:meth:`PolicyState.report` of the calls so far."""
+        return self.state().report()
 
     def metrics(self) -> dict[str, Any]:
         """``{"policy_metrics": report()}``."""

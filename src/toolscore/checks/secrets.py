@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
@@ -29,9 +30,9 @@ from ..redact import (
     redact_secrets,
     scan_text,
 )
-from ._base import BaseCheck
+from ._base import BaseCheck, State
 
-__all__ = ["SecretsCheck", "find_secrets", "scan_call", "secrets_check"]
+__all__ = ["SecretsCheck", "SecretsState", "find_secrets", "scan_call", "secrets_check"]
 
 
 def _candidate(args: Any) -> bool:
@@ -125,6 +126,27 @@ def _finding(record: dict[str, Any], location: Location | None) -> Finding:
     )
 
 
+@dataclass(frozen=True)
+class SecretsState(State):
+    """The credentials found, in call order (``{"index", "tool", "path", "kind", "preview"}``),
+    and the calls scanned."""
+
+    check: str = field(default="secrets", kw_only=True)
+    calls: int = 0
+    secrets: tuple[dict[str, Any], ...] = ()
+
+    def merge(self, later: SecretsState) -> SecretsState:
+        if not later.calls:
+            return self
+        moved = [{**r, "index": r["index"] + self.calls} for r in later.secrets]
+        return SecretsState(calls=self.calls + later.calls, secrets=(*self.secrets, *moved))
+
+    def metrics(self) -> dict[str, Any]:
+        """``{"security_metrics": {"secret_count", "secrets"}}``."""
+        secrets = list(self.secrets)
+        return {"security_metrics": {"secret_count": len(secrets), "secrets": secrets}}
+
+
 class SecretsCheck(BaseCheck):
     """Scans each new call's arguments for credentials; see the module docstring."""
 
@@ -133,20 +155,16 @@ class SecretsCheck(BaseCheck):
 
     def __init__(self) -> None:
         self.secrets: list[dict[str, Any]] = []
+        self.calls = 0
 
-    def part_state(self) -> list[dict[str, Any]]:
-        return self.secrets
-
-    def merge_part(self, state: list[dict[str, Any]], calls: int, lines: int) -> list[Finding]:
-        for record in state:
-            record["index"] += calls
-        self.secrets.extend(state)
-        return []
+    def state(self) -> SecretsState:
+        return SecretsState(calls=self.calls, secrets=tuple(self.secrets))
 
     def feed(self, batch: Batch) -> list[Finding]:
         cols = batch.columns()
         if not cols.n:
             return []
+        self.calls += cols.n
         findings: list[Finding] = []
         all_args = cols.args
         for i in _candidates(cols.sigs()):
@@ -161,8 +179,8 @@ class SecretsCheck(BaseCheck):
         return findings
 
     def metrics(self) -> dict[str, Any]:
-        """``{"security_metrics": {"secret_count", "secrets"}}``."""
-        return {"security_metrics": {"secret_count": len(self.secrets), "secrets": self.secrets}}
+        """:meth:`SecretsState.metrics` of the calls so far."""
+        return self.state().metrics()
 
 
 def secrets_check() -> SecretsCheck:

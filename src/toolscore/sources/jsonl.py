@@ -71,13 +71,22 @@ class JsonlDecoder(_Decoder):
         dialect: reads each line's value.
         source: the file name, for locations.
         description: what the input starts with (for the zero-call error).
+        lines_before: the lines of the file before these bytes (a part of a file read on
+            its own: locations then name the file's line numbers).
     """
 
-    def __init__(self, dialect: Dialect, source: str, description: str = "JSON Lines") -> None:
+    def __init__(
+        self,
+        dialect: Dialect,
+        source: str,
+        description: str = "JSON Lines",
+        *,
+        lines_before: int = 0,
+    ) -> None:
         super().__init__(dialect, source, description)
         self.name = f"jsonl/{dialect.name}"
         self._partial: list[bytes] = []
-        self._line = 0
+        self._line = lines_before
         """Lines decoded so far."""
         self._blocks = dialect.reads_blocks
         self._limit = max_value_bytes()

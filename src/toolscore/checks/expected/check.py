@@ -1,0 +1,262 @@
+"""The expected-calls check itself: per batch, counters, the column, the candidate lists.
+
+Its state and metrics are in :mod:`.state` and :mod:`.metrics`; the Levenshtein trackers in
+:mod:`.sequence`; the argument pairing in :mod:`.pairing`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ...calls import Batch, Finding, ToolCall
+from ...columns import Columns
+from .._base import BaseCheck
+from .pairing import NO_ARGS, Candidate, arg_count, call_weights
+from .sequence import IdLog, distance_tracker
+from .state import ExpectedPlan, ExpectedState, Stats, step_detail
+
+__all__ = ["ExpectedCheck", "expected_check"]
+
+
+class ExpectedCheck(BaseCheck):
+    """Compares the trace with the gold calls; emits no findings, feeds the reducer.
+
+    Build it with :func:`expected_check`. :meth:`state` is an
+    :class:`~.state.ExpectedState`, whose ``metrics()`` gives the gold-based part of
+    ``EvaluationResult.metrics`` and the latency and cost metrics.
+    """
+
+    name = "expected"
+    mergeable = True
+
+    def __init__(
+        self,
+        gold: Sequence[ToolCall],
+        *,
+        strict: bool = False,
+        keep_details: bool = False,
+        arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
+    ) -> None:
+        self.plan = ExpectedPlan(list(gold), strict, keep_details)
+        self._arg_view = arg_view
+        """How the argument pairing sees a tool's calls' arguments (argument modes that a
+        user opted into the score with; None: as recorded)."""
+        self.gold = self.plan.gold
+        self.strict = strict
+        self.keep_details = keep_details
+        self._calls = 0
+        self._counts: Counter[str] = Counter()
+        self._distance = distance_tracker([g.tool for g in self.gold])
+        self._correct_steps = 0
+        self._details: list[dict[str, Any]] = []
+        self._still_needed = dict(self.plan.gold_counts)
+        self._cands: list[list[Candidate]] = [[] for _ in self.plan.groups]
+        """Per gold group, its best trace calls so far, ranked by weight descending then
+        position ascending; at most the group's ``k``."""
+        self._live = {tool: list(groups) for tool, groups in self.plan.by_tool.items()}
+        """The tools whose candidate lists can still improve (their groups' indices)."""
+        self._durations = Stats()
+        self._costs = Stats()
+        self._cost_by_tool: dict[str, Any] = {}
+        self._part: IdLog | None = None
+        self._head: list[tuple[str, Any]] = []
+
+    def begin_part(self) -> None:
+        """Read a later part of a trace on its own: keep its first calls and log its tool
+        names (:class:`~.sequence.IdLog`) instead of the position-dependent metrics."""
+        if self._calls:
+            raise RuntimeError("begin_part() is called before the first batch")
+        self._part = IdLog(self.plan.names)
+
+    # -- streaming ----------------------------------------------------------------------------
+
+    def feed(self, batch: Batch) -> list[Finding]:
+        """Account for ``batch.calls`` (names and args) and ``batch.done`` (results)."""
+        if batch.n_calls:
+            self._feed_calls(batch.columns())
+        if batch.n_done:
+            self._feed_done(batch.done_columns())
+        return []
+
+    def _feed_calls(self, cols: Columns) -> None:
+        tools = cols.tools
+        args = cols.args
+        pos = self._calls
+        self._counts.update(tools)
+        if self._part is None:
+            self._distance.run(tools)
+            self._steps(tools, args, pos)
+        else:
+            self._part.record(tools)
+            room = self.plan.tail_end - len(self._head)
+            if room > 0:
+                self._head.extend(zip(tools[:room], args[:room], strict=True))
+        live = self._live
+        if live:
+            at: dict[str, list[int]] = {}
+            for i, name in enumerate(tools):
+                if name in live:
+                    found = at.get(name)
+                    if found is None:
+                        at[name] = [i]
+                    else:
+                        found.append(i)
+            view = self._arg_view
+            for name, where in at.items():
+                targs = [args[i] for i in where]
+                if view is not None:
+                    targs = view(name, targs)
+                if not self._offer(live[name], targs, where, pos):
+                    del live[name]
+        self._calls = pos + cols.n
+
+    def _steps(self, tools: list[str], args: list[Any], pos: int) -> None:
+        """The trajectory steps of the calls from position ``pos`` on, and the tail."""
+        gold = self.gold
+        n_gold = len(gold)
+        end = self.plan.tail_end
+        if pos < end:
+            for i in range(min(len(tools), end - pos)):
+                at = pos + i
+                step = step_detail(gold[at] if at < n_gold else None, tools[i], args[i], at)
+                self._correct_steps += step["matches"]
+                self._details.append(step)
+
+    def _offer(self, groups: list[int], targs: list[Any], where: list[int], pos: int) -> bool:
+        """Offer a batch's calls of one tool (their args ``targs``, at batch positions
+        ``where``, the batch starting at trace position ``pos``) to the tool's gold groups,
+        in order; False once none of the groups can improve."""
+        dicts: list[dict[str, Any]] | None = None
+        saturated = 0
+        specs = self.plan.groups
+        for g in groups:
+            group = specs[g]
+            cands = self._cands[g]
+            k = group.k
+            top = group.max_weight
+            if len(cands) >= k and cands[-1][0] >= top:
+                saturated += 1  # nothing can beat the worst kept candidate, ever
+                continue
+            weights: list[int] | None = None
+            if group.items:
+                if dicts is None:
+                    dicts = [a if isinstance(a, dict) else NO_ARGS for a in targs]
+                weights = call_weights(group.items, dicts, self.strict)
+            offered: Iterable[int]
+            if len(cands) < k:
+                offered = range(len(where))
+            elif weights is None:
+                continue  # all weigh 0: none beats a full list
+            else:  # only a call weighing more than the worst kept one can get in
+                worst = cands[-1][0]
+                offered = [j for j, w in enumerate(weights) if w > worst]
+            for j in offered:
+                w = 0 if weights is None else weights[j]
+                if len(cands) >= k and w <= cands[-1][0]:
+                    continue
+                i = len(cands)
+                while i and cands[i - 1][0] < w:
+                    i -= 1
+                cands.insert(i, (w, pos + where[j], arg_count(targs[j])))
+                if len(cands) > k:
+                    cands.pop()
+            if len(cands) >= k and cands[-1][0] >= top:
+                saturated += 1
+        return saturated < len(groups)
+
+    def _feed_done(self, cols: Columns) -> None:
+        needed = self._still_needed
+        if any(needed.values()):
+            tools = cols.tools
+            ok = Counter(tools)
+            ok.subtract(tools[i] for i in cols.failed())
+            for tool, left in needed.items():
+                if left:
+                    needed[tool] = max(0, left - ok[tool])
+        durations = cols.durations()
+        if durations:
+            self._durations = self._durations.merge(Stats.of(durations))
+        costs = cols.costs()
+        if costs:
+            self._costs = self._costs.merge(Stats.of([cost for _, cost in costs]))
+            by_tool: dict[str, list[float]] = {}
+            for tool, cost in costs:
+                found = by_tool.get(tool)
+                if found is None:
+                    by_tool[tool] = [cost]
+                else:
+                    found.append(cost)
+            totals = self._cost_by_tool
+            for tool, values in by_tool.items():
+                total = Stats.of(values).total
+                mine = totals.get(tool)
+                totals[tool] = total if mine is None else mine + total
+
+    # -- the state ----------------------------------------------------------------------------
+
+    def state(self) -> ExpectedState:
+        """What the check knows so far (an anchored state, or a later part's)."""
+        part = self._part
+        common: dict[str, Any] = {
+            "plan": self.plan,
+            "calls": self._calls,
+            "counts": dict(self._counts),
+            "candidates": tuple(map(tuple, self._cands)),
+            "needed": dict(self._still_needed),
+            "durations": self._durations,
+            "costs": self._costs,
+            "cost_by_tool": dict(self._cost_by_tool),
+        }
+        if part is None:
+            return ExpectedState(
+                **common,
+                column=self._distance.snapshot(),
+                correct_steps=self._correct_steps,
+                details=tuple(self._details),
+            )
+        return ExpectedState(
+            **common,
+            anchored=False,
+            head=tuple(self._head),
+            sequence=(part.segment(),),
+            keep=part,
+        )
+
+    def pairing(self) -> dict[int, int]:
+        """Gold position -> trace position of the argument pairing."""
+        return {g: cand[1] for g, cand in sorted(self.state().pairing().items())}
+
+    def metrics(self) -> dict[str, Any]:
+        """The gold-based part of ``EvaluationResult.metrics``, in Toolscore's key order."""
+        out = self.state().metrics()
+        out.pop("latency_metrics", None)
+        out.pop("cost_metrics", None)
+        return out
+
+    def extra_metrics(self) -> dict[str, Any]:
+        """``latency_metrics`` and ``cost_metrics``, each only when its total is > 0."""
+        from .metrics import extra_metrics
+
+        return extra_metrics(self.state())
+
+
+def expected_check(
+    gold: list[ToolCall],
+    *,
+    strict: bool = False,
+    keep_details: bool = False,
+    arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
+) -> ExpectedCheck:
+    """The expected-calls check for ``gold``.
+
+    Args:
+        gold: the expected calls, in order.
+        strict: compare argument types exactly (``1 != 1.0``), recursively.
+        keep_details: keep every trace-only step in ``trajectory_details`` (memory then grows
+            with the trace); otherwise at most :data:`~.state.MAX_TAIL_DETAILS` are kept.
+        arg_view: how the argument pairing sees a tool's column of arguments (see
+            :func:`toolscore.hardrules.matching.score_view`).
+    """
+    return ExpectedCheck(gold, strict=strict, keep_details=keep_details, arg_view=arg_view)

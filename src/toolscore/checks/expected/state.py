@@ -1,0 +1,292 @@
+"""The expected-calls check's state: what it knows as a value, merged in order, and its metrics.
+
+:class:`ExpectedState` holds counters (per tool name; successful calls of each gold tool),
+the candidate lists of the argument pairing, the latency and cost sums (exact:
+:class:`~toolscore._exact.ExactSum`), and what depends on position:
+
+- *anchored* (read from the start of the trace): the Levenshtein column and the trajectory
+  steps of the first ``|gold|`` (+ :data:`MAX_TAIL_DETAILS`) calls;
+- *a later part* read on its own (:meth:`ExpectedCheck.begin_part`): its first calls as they
+  are and its tool names as ids on disk, which a merge after an anchored state turns into
+  steps and replays through the column.
+
+:meth:`ExpectedState.metrics` solves the pairing and computes every metric from the state, so
+a live snapshot or a merge of parts gives what one pass over the whole trace gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from typing import Any
+
+from ..._exact import ExactSum
+from ...calls import ToolCall
+from .._base import State
+from .pairing import MISSING, Candidate, gold_groups, pair_tool, rank
+from .sequence import Segment, distance_tracker, id_blocks
+
+__all__ = ["MAX_TAIL_DETAILS", "ExpectedPlan", "ExpectedState", "Stats", "step_detail"]
+
+MAX_TAIL_DETAILS = 1000
+"""Trace-only trajectory steps kept in ``trajectory_details`` without ``keep_details``."""
+
+
+class ExpectedPlan:
+    """What the gold file fixes for the check: the calls, their groups, the options."""
+
+    def __init__(self, gold: list[ToolCall], strict: bool, keep_details: bool) -> None:
+        self.gold = gold
+        self.strict = strict
+        self.keep_details = keep_details
+        self.gold_counts: dict[str, int] = {}
+        for g in gold:
+            self.gold_counts[g.tool] = self.gold_counts.get(g.tool, 0) + 1
+        self.groups = gold_groups(gold)
+        """The gold calls in groups of one tool and identical args (one candidate list each)."""
+        self.by_tool: dict[str, list[int]] = {}
+        """Per gold tool, its groups' indices."""
+        for i, group in enumerate(self.groups):
+            self.by_tool.setdefault(group.tool, []).append(i)
+        self.group_of = [0] * len(gold)
+        for i, group in enumerate(self.groups):
+            for p in group.members:
+                self.group_of[p] = i
+        self.names = ["", *dict.fromkeys(g.tool for g in gold)]
+        """Tool names by id, for a part's :class:`~.sequence.IdLog` (0: not a gold name)."""
+        self.tail_end = len(gold) + MAX_TAIL_DETAILS if not keep_details else 1 << 62
+        """Trajectory details are kept for the calls before this position."""
+
+    @cached_property
+    def start_column(self) -> tuple[int, ...]:
+        return distance_tracker([g.tool for g in self.gold]).snapshot()
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A sum (exact), count, max and min, with the semantics of ``sum``/``max``/``min``."""
+
+    total: ExactSum = field(default_factory=ExactSum)
+    count: int = 0
+    max: float = 0.0
+    min: float = 0.0
+
+    @staticmethod
+    def of(values: list[float]) -> Stats:
+        return Stats(ExactSum.of(values), len(values), max(values), min(values))
+
+    def merge(self, later: Stats) -> Stats:
+        if not later.count:
+            return self
+        if not self.count:
+            return later
+        return Stats(
+            self.total + later.total,
+            self.count + later.count,
+            max(self.max, later.max),
+            min(self.min, later.min),
+        )
+
+
+def step_detail(gold: ToolCall | None, tool: str, args: Any, pos: int) -> dict[str, Any]:
+    """The trajectory step of the call at position ``pos`` (``gold``: the gold call at that
+    position, None past the gold's end)."""
+    if gold is None:
+        return {
+            "step": pos + 1,
+            "expected_tool": None,
+            "actual_tool": tool,
+            "matches": False,
+            "expected_args": {},
+            "actual_args": args or {},
+            "error": "Unnecessary step - not in expected path",
+        }
+    return {
+        "step": pos + 1,
+        "expected_tool": gold.tool,
+        "actual_tool": tool,
+        "matches": _step_matches(gold, tool, args),
+        "expected_args": gold.args or {},
+        "actual_args": args or {},
+    }
+
+
+def _step_matches(gold: ToolCall, tool: str, targs: Any) -> bool:
+    if gold.tool != tool:
+        return False
+    gargs = gold.args or {}
+    if not isinstance(gargs, dict) or not gargs:
+        return True
+    if not isinstance(targs, dict):
+        return False
+    for key, expected in gargs.items():
+        actual = targs.get(key, MISSING)
+        if actual is MISSING or expected != actual:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class ExpectedState(State):
+    """What the expected-calls check knows; see the module docstring. Equal states give
+    equal metrics; the plan (the gold) is not compared."""
+
+    check: str = field(default="expected", kw_only=True)
+    plan: ExpectedPlan | None = field(default=None, compare=False, repr=False)
+    calls: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    """Trace calls per tool name, in order of first appearance."""
+    anchored: bool = True
+    """Read from the start of the trace (else: a later part, read on its own)."""
+    column: tuple[int, ...] = ()
+    """The Levenshtein tracker's snapshot (anchored)."""
+    correct_steps: int = 0
+    details: tuple[dict[str, Any], ...] = ()
+    """The trajectory steps of the first calls (anchored)."""
+    head: tuple[tuple[str, Any], ...] = ()
+    """A later part's first calls, ``(tool, args)`` (as many as the trajectory can use)."""
+    sequence: tuple[Segment, ...] = ()
+    """A later part's tool names, as id log segments."""
+    keep: Any = field(default=None, compare=False, repr=False)
+    """The id logs whose files ``sequence`` names, kept alive with the state (not pickled)."""
+    candidates: tuple[tuple[Candidate, ...], ...] = ()
+    """Per gold group (:attr:`ExpectedPlan.groups`), its best trace calls, ranked."""
+    needed: dict[str, int] = field(default_factory=dict)
+    """Per gold tool, the gold calls still without a successful trace call."""
+    durations: Stats = field(default_factory=Stats)
+    costs: Stats = field(default_factory=Stats)
+    cost_by_tool: dict[str, ExactSum] = field(default_factory=dict)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the id logs' owners and without the plan: a state sent to another
+        process is merged after a state of that process, whose plan it takes."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _LOCAL}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "keep", None)
+        object.__setattr__(self, "plan", None)
+
+    # -- merging ------------------------------------------------------------------------------
+
+    def merge(self, later: ExpectedState) -> ExpectedState:
+        if later.anchored and later.calls:
+            raise ValueError("a state read from the start of a trace cannot follow another")
+        plan = self.plan or later.plan
+        assert plan is not None
+        offset = self.calls
+        calls = offset + later.calls
+        if self.anchored:
+            anchored = self._anchored_with(later, plan)
+        else:
+            room = max(0, plan.tail_end - len(self.head))
+            anchored = {
+                "anchored": False,
+                "head": self.head + later.head[:room],
+                "sequence": self.sequence + later.sequence,
+            }
+        counts = dict(self.counts)
+        for tool, n in later.counts.items():
+            counts[tool] = counts.get(tool, 0) + n
+        candidates = tuple(
+            mine
+            if not theirs
+            else tuple(
+                sorted(mine + tuple((w, q + offset, c) for w, q, c in theirs), key=rank)[
+                    : plan.groups[i].k
+                ]
+            )
+            for i, (mine, theirs) in enumerate(zip(self.candidates, later.candidates, strict=True))
+        )
+        needed = dict(self.needed)
+        for tool, left in later.needed.items():
+            done = plan.gold_counts[tool] - left
+            needed[tool] = max(0, needed[tool] - done)
+        cost_by_tool = dict(self.cost_by_tool)
+        for tool, total in later.cost_by_tool.items():
+            mine_total = cost_by_tool.get(tool)
+            cost_by_tool[tool] = total if mine_total is None else mine_total + total
+        return ExpectedState(
+            plan=plan,
+            calls=calls,
+            counts=counts,
+            keep=(self.keep, later.keep),
+            candidates=candidates,
+            needed=needed,
+            durations=self.durations.merge(later.durations),
+            costs=self.costs.merge(later.costs),
+            cost_by_tool=cost_by_tool,
+            **anchored,
+        )
+
+    def _anchored_with(self, later: ExpectedState, plan: ExpectedPlan) -> dict[str, Any]:
+        """The position-dependent fields of this anchored state followed by ``later``."""
+        tracker = distance_tracker([g.tool for g in plan.gold])
+        tracker.restore(self.column)
+        names = plan.names
+        for ids in id_blocks(later.sequence):
+            tracker.replay(ids, names)
+        details = list(self.details)
+        correct = self.correct_steps
+        gold = plan.gold
+        for i, (tool, args) in enumerate(later.head[: max(0, plan.tail_end - self.calls)]):
+            pos = self.calls + i
+            step = step_detail(gold[pos] if pos < len(gold) else None, tool, args, pos)
+            correct += step["matches"]
+            details.append(step)
+        return {
+            "anchored": True,
+            "column": tracker.snapshot(),
+            "correct_steps": correct,
+            "details": tuple(details),
+        }
+
+    @staticmethod
+    def start(plan: ExpectedPlan) -> ExpectedState:
+        """The anchored state of no call."""
+        return ExpectedState(
+            plan=plan,
+            column=plan.start_column,
+            candidates=tuple(() for _ in plan.groups),
+            needed=dict(plan.gold_counts),
+        )
+
+    def anchor(self) -> ExpectedState:
+        """This state as if read from the start of the trace (a later part's, alone)."""
+        if self.anchored:
+            return self
+        assert self.plan is not None
+        return ExpectedState.start(self.plan).merge(self)
+
+    # -- metrics ------------------------------------------------------------------------------
+
+    def pairing(self) -> dict[int, Candidate]:
+        """Gold position -> its paired candidate ``(weight, trace position, arg count)``."""
+        plan = self.plan
+        assert plan is not None
+        out: dict[int, Candidate] = {}
+        for tool, indices in plan.by_tool.items():
+            m = self.counts.get(tool, 0)
+            if m == 0:
+                continue
+            members = sorted(p for i in indices for p in plan.groups[i].members)
+            lists = [self.candidates[plan.group_of[p]] for p in members]
+            chosen = pair_tool([list(c) for c in lists], m)
+            for p, cands, i in zip(members, lists, chosen, strict=True):
+                if i is not None:
+                    out[p] = cands[i]
+        return out
+
+    def metrics(self) -> dict[str, Any]:
+        """The gold-based metrics in Toolscore's key order, then ``latency_metrics`` and
+        ``cost_metrics`` (each only when its total is > 0; the reducer keeps them for file
+        traces only)."""
+        if not self.anchored:
+            return self.anchor().metrics()
+        from .metrics import gold_metrics
+
+        return gold_metrics(self)
+
+
+_LOCAL = ("keep", "plan")
