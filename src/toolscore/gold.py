@@ -42,7 +42,7 @@ def load_gold(path: str | os.PathLike[str]) -> list[ToolCall]:
 
     Raises:
         GoldFileError: the file is missing or unreadable, not JSON, nested deeper than
-            :data:`~toolscore.jsonfile.MAX_DEPTH`, or not of the gold shape (an item that is
+            :data:`~toolscore.limits.MAX_DEPTH`, or not of the gold shape (an item that is
             not a call object, without a non-empty ``tool`` string, or whose ``args`` is
             neither an object nor null); the message names the line and the JSON path.
     """

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from .errors import InputError
+from .limits import MAX_DEPTH, ensure_recursion_limit
 
 __all__ = ["MAX_DEPTH", "check_depth", "json_path", "loads", "locate", "with_position"]
-
-MAX_DEPTH = 1000
-"""Arrays and objects nested deeper than this in a gold or rule file are an input error."""
 
 _BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.DOTALL)
@@ -61,9 +58,9 @@ def loads(text: str) -> Any:
     """``json.loads(text)`` for a text :func:`check_depth` let through: Python's recursion
     limit is first raised (never lowered) to leave room for :data:`MAX_DEPTH` levels, which
     ``json``'s C scanner counts against it, and for the recursive walks of such values
-    afterwards."""
-    if sys.getrecursionlimit() < 10 * MAX_DEPTH:
-        sys.setrecursionlimit(10 * MAX_DEPTH)
+    afterwards (the limit trace readers use, :func:`~toolscore.limits.ensure_recursion_limit`).
+    """
+    ensure_recursion_limit()
     return json.loads(text)
 
 

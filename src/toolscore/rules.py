@@ -183,7 +183,7 @@ def load_forbidden_rules(path: str | os.PathLike[str]) -> list[Rule]:
 
     Raises:
         RuleFileError: the file cannot be read, is not UTF-8 JSON, nests deeper than
-            :data:`~toolscore.jsonfile.MAX_DEPTH`, or holds a bad rule; the message names the
+            :data:`~toolscore.limits.MAX_DEPTH`, or holds a bad rule; the message names the
             file, the line (and for a bad rule its JSON path, ``$[3].args``).
     """
     name = os.fspath(path)
