@@ -36,6 +36,7 @@ from typing import Any
 
 from ...calls import ToolCall
 from ...matchers import compare_values, lenient_str_misses
+from .gold_order import first_in_gold_order, rank
 
 __all__ = [
     "MISSING",
@@ -45,12 +46,10 @@ __all__ = [
     "arg_count",
     "augment_tight",
     "call_weights",
-    "first_in_gold_order",
     "gold_groups",
     "key_hits",
     "min_cost_assignment",
     "pair_tool",
-    "rank",
 ]
 
 MISSING = object()
@@ -138,11 +137,6 @@ def gold_groups(gold: Sequence[ToolCall]) -> list[GoldGroup]:
     ]
 
 
-def rank(candidate: tuple[int, int, int]) -> tuple[int, int]:
-    """Candidates rank by weight, most first, then by position, earliest first."""
-    return (-candidate[0], candidate[1])
-
-
 def key_hits(expected: Any, values: list[Any], strict: bool) -> list[int]:
     """1 where a trace call's value for one gold key matches ``expected``, else 0 (the key
     missing is :data:`MISSING`): Toolscore's comparison, a column at a time."""
@@ -181,10 +175,6 @@ def call_weights(
         hits = key_hits(expected, list(map(dict.get, dicts, repeat(key), repeat(MISSING))), strict)
         total = hits if total is None else list(map(add, total, hits))
     return total if total is not None else [0] * len(dicts)
-
-
-def neg_weight(candidate: tuple[int, int, int]) -> int:
-    return -candidate[0]
 
 
 def augment_tight(
@@ -364,231 +354,6 @@ def min_cost_assignment(
                 v[c] = v.get(c, 0) + d - delta
                 u[col_row[c]] += delta - d
     return row_col, u, v
-
-
-def first_in_gold_order(
-    golds: list[list[tuple[int, int, int]]],
-    top: int,
-    gold_dual: list[int],
-    pos_dual: dict[int, int],
-    gold_pos: list[int],
-    pos_gold: dict[int, int],
-    by_gold: bool,
-) -> None:
-    """Turn an optimal pairing into the one Toolscore's search picks among the optimal ones.
-
-    An edge is tight when its reduced cost ``top - weight - gold_dual - pos_dual`` is 0. The
-    optimal pairings are exactly those made of tight edges that pair every forced vertex
-    (complementary slackness): every row of the assignment (the golds if ``by_gold``, else
-    the positions) and every vertex with a non-zero dual. Golds are settled in order, each on
-    its first option (skip, when it is not forced; then its tight positions, earliest first)
-    that some optimal pairing agreeing with the golds settled before takes.
-
-    Take the directed graph of: gold -> position for tight unpaired edges, position -> gold
-    for paired ones, and a vertex ``z`` standing for "unpaired": ``z`` -> an unpaired gold or
-    a paired unforced position, an unpaired position or a paired unforced gold -> ``z``;
-    settled golds and their positions left out. The optimal pairings agreeing with the
-    settled golds differ from the current one by vertex-disjoint simple cycles of this graph,
-    and flipping any one cycle gives one of them. So an option of gold ``p`` paired with
-    ``q0`` is taken when a path closes its cycle: from the position to ``q0`` (then ``q0`` ->
-    ``p``), or for skip from ``z`` to ``q0``; the path found is flipped.
-
-    Flipping a cycle reverses its arcs and so keeps which vertex reaches which; settling
-    only removes vertices. Hence what a failed search reached within its class can never
-    reach the rest of that class: it becomes a class of its own, and every later search stays
-    within the class of its gold (a cycle never leaves one; classes only split, each time
-    along what one search reached, so a path between two vertices of a class never leaves
-    it). Searches are breadth first and stop at a gold with a tight edge to ``q0``.
-
-    Args:
-        golds: per gold, its candidates ``(weight, position, _)`` ranked as in
-            :func:`pair_tool`.
-        top: the weight that costs 0.
-        gold_dual: per gold, its dual.
-        pos_dual: per position, its dual (missing: 0).
-        gold_pos: per gold, its position or -1 (an optimal pairing; updated in place).
-        pos_gold: per paired position, its gold (the same pairing; updated in place).
-        by_gold: whether the golds (else the positions) were the rows.
-    """
-    n = len(golds)
-    z = n  # vertices: gold g is g, position q is ~q (< 0), z is n
-    # A tight edge costs gold_dual + pos_dual <= gold_dual + pos_top: a prefix of the list.
-    pos_top = max(0, max(pos_dual.values(), default=0))
-    gold_forced = [by_gold or d != 0 for d in gold_dual]
-    z_pos: dict[int, None] = {}
-    if by_gold:
-        z_pos = dict.fromkeys(q for q in pos_gold if q not in pos_dual)
-    tight: list[list[int] | None] = [None] * n
-    mark: dict[int, int] = {}
-    parent: dict[int, int] = {}
-
-    def tight_of(g: int) -> list[int]:
-        """The tight positions of gold ``g`` (computed once)."""
-        found = tight[g]
-        if found is None:
-            gd = gold_dual[g]
-            limit = gd + pos_top
-            found = []
-            for w, q, _ in golds[g]:
-                cost = top - w
-                if cost > limit:
-                    break
-                if cost - gd == pos_dual.get(q, 0):
-                    found.append(q)
-            tight[g] = found
-        return found
-
-    z_golds = [g for g in range(n) if not gold_forced[g] and tight_of(g)]  # others: dead ends
-    into: dict[int, list[int]] = {}  # per position, the golds tight with it (built once)
-
-    def goals_of(q0: int) -> set[int]:
-        """The golds with a tight edge to ``q0`` (a search reaches only unsettled ones)."""
-        if not into:
-            for g in range(n):
-                for q in tight_of(g):
-                    into.setdefault(q, []).append(g)
-        return set(into.get(q0, ()))
-
-    def options(p: int, q0: int) -> list[int]:
-        """The tight positions before ``q0`` not paired with a settled gold, ascending."""
-        cands = golds[p]
-        gd = gold_dual[p]
-        limit = gd + pos_top
-        out: list[int] = []
-        i = 0
-        end = len(cands)
-        while i < end:
-            w = cands[i][0]
-            if top - w > limit:
-                break
-            need = top - w - gd
-            stop = bisect.bisect_left(cands, (-w, q0), lo=i, key=rank)
-            out += [
-                q
-                for _, q, _ in cands[i:stop]
-                if not 0 <= pos_gold.get(q, -1) < p and pos_dual.get(q, 0) == need
-            ]
-            i = bisect.bisect_right(cands, -w, lo=stop, key=neg_weight)
-        out.sort()
-        return out
-
-    def search(src: int, p: int, target: int, goals: set[int], cls: int, sid: int) -> bool:
-        """A shortest path from ``src`` (z or a position) to ``target`` within class ``cls``
-        (its last step from one of ``goals``), into ``parent``; on failure, what it reached
-        becomes class ``sid``."""
-        explored = [src]
-        mark[src] = sid
-        queue = [z]
-
-        def reach(y: int, via: int) -> None:
-            explored.append(y)
-            mark[y] = sid
-            parent[y] = via
-
-        def found(last: int) -> bool:
-            """The path ends: ``last`` steps to ``target``; what was reached is back in
-            ``cls`` (it may reach the target)."""
-            parent[target] = last
-            for y in explored:
-                mark[y] = cls
-            return True
-
-        if src != z:
-            first = pos_gold.get(~src, z)
-            if mark.get(first, 0) != cls:
-                return False
-            reach(first, src)
-            queue[0] = first
-            if first in goals:
-                return found(first)
-        for x in queue:  # breadth first: the queue grows as it is read
-            if x != z:
-                own = gold_pos[x]
-                for q in tight_of(x):
-                    y = ~q
-                    if q == own or mark.get(y, 0) != cls:
-                        continue
-                    reach(y, x)
-                    g = pos_gold.get(q, z)  # q's gold, or z when q is unpaired
-                    if g > p and mark.get(g, 0) == cls:  # settled golds are left out
-                        reach(g, y)
-                        if g in goals:
-                            return found(g)
-                        queue.append(g)
-                if own >= 0 and not gold_forced[x] and mark.get(z, 0) == cls:
-                    reach(z, x)
-                    queue.append(z)
-                continue
-            for i in range(bisect.bisect_right(z_golds, p), len(z_golds)):
-                g = z_golds[i]
-                if gold_pos[g] < 0 and mark.get(g, 0) == cls:
-                    reach(g, z)
-                    if g in goals:
-                        return found(g)
-                    queue.append(g)
-            for q in z_pos:
-                g = pos_gold.get(q, -1)
-                if g < p:
-                    continue  # unpaired, or paired with a settled gold
-                y = ~q
-                if y == target:
-                    return found(z)
-                if mark.get(y, 0) != cls:
-                    continue
-                reach(y, z)
-                if mark.get(g, 0) == cls:
-                    reach(g, y)
-                    if g in goals:
-                        return found(g)
-                    queue.append(g)
-        return False
-
-    sid = 0
-    for p in range(n):
-        q0 = gold_pos[p]
-        if q0 < 0:
-            continue  # unpaired: "skip" is its first option
-        target = ~q0
-        cls = mark.get(p, 0)
-        if mark.get(target, 0) != cls:
-            continue  # p lies on no cycle
-        src = None
-        goals: set[int] | None = None
-        if not gold_forced[p] and mark.get(z, 0) == cls:
-            goals = goals_of(q0)
-            sid += 1
-            if search(z, p, target, goals, cls, sid):
-                src = z
-        if src is None:
-            for q in options(p, q0):
-                if mark.get(~q, 0) == cls:
-                    if goals is None:
-                        goals = goals_of(q0)
-                    sid += 1
-                    if search(~q, p, target, goals, cls, sid):
-                        src = ~q
-                        break
-        if src is None:
-            continue  # its position is its first option
-        path = [target]
-        x = target
-        while x != src:
-            x = parent[x]
-            path.append(x)
-        path.reverse()
-        # The cycle: p -> src ... -> target -> p, or z ... -> target -> p -> z.
-        cycle = [*path, p] if src == z else [p, *path]
-        arcs = list(zip(cycle, cycle[1:] + cycle[:1], strict=True))
-        for a, b in arcs:
-            if a < 0 and 0 <= b < n:
-                gold_pos[b] = -1
-                del pos_gold[~a]
-        for a, b in arcs:
-            if 0 <= a < n and b < 0:
-                gold_pos[a] = ~b
-                pos_gold[~b] = a
-                if by_gold and ~b not in pos_dual:
-                    z_pos[~b] = None
 
 
 def pair_tool(golds: list[list[tuple[int, int, int]]], m: int) -> list[int | None]:

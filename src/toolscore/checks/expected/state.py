@@ -23,7 +23,8 @@ from typing import Any
 from ..._exact import ExactSum
 from ...calls import ToolCall
 from .._base import State
-from .pairing import MISSING, Candidate, gold_groups, pair_tool, rank
+from .gold_order import rank
+from .pairing import MISSING, Candidate, gold_groups, pair_tool
 from .sequence import Segment, distance_tracker, id_blocks
 
 __all__ = ["MAX_TAIL_DETAILS", "ExpectedPlan", "ExpectedState", "Stats", "step_detail"]
