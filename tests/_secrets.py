@@ -30,6 +30,66 @@ PLANTED: dict[str, list[str]] = {
 }
 """Credential kind -> planted values of that kind."""
 
+_HEX32 = "0123456789abcdef" + "fedcba9876543210"
+_B64_86 = ("Q2xvdWRTdG9y" + "YWdlS2V5") * 4 + "Zm9+Ym"  # 86 characters
+_GCP_ID = "1a2b3c4d5e" + "6f7a8b9c0d" + "1e2f3a4b5c" + "6d7e8f9a0b"
+_JWT_HEAD = "eyJhbGciOiJIUzI1NiIs" + "InR5cCI6IkpXVCJ9"  # {"alg":"HS256","typ":"JWT"}
+
+MORE: dict[str, list[str]] = {
+    "gitlab_token": ["gl" + "pat-" + "Xy7Kp2Qr9Lm4Nv6Bt1Wz"],
+    "npm_token": ["np" + "m_" + _ALNUM36],
+    "pypi_token": ["py" + "pi-AgEIcHlwaS5vcmc" + "CJ" + _ALNUM36 * 2],
+    "huggingface_token": ["h" + "f_" + "AbCdEfGhIjKlMnOp" + "QrStUvWxYzAbCdEfGh"],
+    "sendgrid_api_key": ["S" + "G." + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7O" + "." + _ALNUM36 + "Pq8Rs9T"],
+    "twilio_api_key": ["S" + "K" + _HEX32],
+    "azure_storage_key": [
+        "DefaultEndpointsProtocol=https;AccountName=acct;Account" + "Key=" + _B64_86 + "==;"
+        "EndpointSuffix=core.windows.net"
+    ],
+    "azure_shared_access_key": [
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccess"
+        + "Key="
+        + _B64_86[:43]
+        + "="
+    ],
+    "gcp_service_account_key": [
+        '{"type": "service_account", "project_id": "demo", "private_key'
+        + '_id": "'
+        + _GCP_ID
+        + '", "client_email": "svc@demo.iam.gserviceaccount.com"}'
+    ],
+    "google_oauth_client_secret": ["GOC" + "SPX-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9S"],
+    "databricks_token": ["da" + "pi" + _HEX32],
+    "digitalocean_token": ["do" + "p_v1_" + _HEX32 * 2],
+    "shopify_token": ["sh" + "pat_" + _HEX32],
+    "vault_token": ["hv" + "s." + "CAES" + _ALNUM36 * 2 + "Ab1Cd2Ef3Gh4Ij5Kl6"],
+    "slack_webhook_url": [
+        "https://hooks."
+        + "slack.com/services/"
+        + "T0A1B2C3D/B4E5F6G7H/"
+        + "Zx9Qw8Er7Ty6Ui5Op4As3Df2"
+    ],
+    "age_secret_key": [
+        "AGE-SECRET-" + "KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" + "QPZRY9X8GF2TVDW0S3JN54KHCE"
+    ],
+    "jwt": [
+        _JWT_HEAD + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    ],
+}
+"""The credential kinds beyond Toolscore's: kind -> planted values (texts holding one key)."""
+
+SECRET_PART: dict[str, str] = {
+    MORE["azure_storage_key"][0]: _B64_86 + "==",
+    MORE["azure_shared_access_key"][0]: _B64_86[:43] + "=",
+    MORE["gcp_service_account_key"][0]: _GCP_ID,
+    MORE["slack_webhook_url"][0]: "T0A1B2C3D/B4E5F6G7H/" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2",
+}
+"""The credential inside a planted value that holds more than the credential."""
+
+SEED = dict(PLANTED)
+"""Toolscore's credential kinds only."""
+PLANTED.update(MORE)
+
 ALL_KEYS: list[str] = [key for keys in PLANTED.values() for key in keys]
 
 
@@ -37,8 +97,9 @@ def _cores(key: str) -> list[str]:
     """Pieces of ``key`` that must not appear either (a partly printed key is a leak)."""
     if key.startswith("-----BEGIN"):
         return ["BEGIN RSA PRIVATE KEY", "FakeBodyLine0123456789"]
-    middle = len(key) // 2
-    return [key, key[middle - 6 : middle + 6]]
+    secret = SECRET_PART.get(key, key)
+    middle = len(secret) // 2
+    return [secret, secret[middle - 6 : middle + 6]]
 
 
 def planted_text() -> str:

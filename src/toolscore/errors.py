@@ -72,7 +72,10 @@ class InputError(ToolscoreError, ValueError):
             where += f":{self.line}"
         elif self.offset is not None:
             where += f": byte {self.offset}"
-        return f"{where}: {self.problem}"
+        from .redact import redact_secrets
+
+        # the message may quote the input: it is printed, so never with a credential in it
+        return redact_secrets(f"{where}: {self.problem}")
 
     def to_json(self) -> dict[str, object]:
         return {

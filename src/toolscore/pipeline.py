@@ -18,6 +18,7 @@ from .calls import Batch, Finding, ToolCall
 from .checks._base import BaseCheck, State
 from .columns import Columns
 from .errors import InputError
+from .redact import redact_findings
 
 __all__ = [
     "MAX_KEPT_FINDINGS",
@@ -99,6 +100,8 @@ class Pipeline:
         self.error: InputError | None = None
         self.finished = False
         self.on_finding = on_finding
+        self.redact_pii: frozenset[str] = frozenset()
+        """Personal-data kinds redacted from findings too (see :func:`redact_findings`)."""
         self.on_calls = on_calls
         self._waiting: dict[int, ToolCall] = {}
         self._open: dict[int, ToolCall] = {}
@@ -163,6 +166,8 @@ class Pipeline:
         if len(found) > 1:
             found.sort(key=finding_order)
         if found:
+            # whatever check made them (a user's too): nothing quoted leaves unredacted
+            found = redact_findings(found, self.redact_pii)
             self._count_input(found)
         room = MAX_KEPT_FINDINGS - len(self.findings)
         if room >= len(found):

@@ -87,8 +87,12 @@ def test_paths_at_any_depth() -> None:
     ]
 
 
-def test_keys_numbers_and_bools_are_not_scanned() -> None:
-    assert scan({AWS: "value", "n": 5, "b": True, "none": None}) == []
+def test_keys_are_scanned_numbers_and_bools_are_not() -> None:
+    # Toolscore skips dict keys; a key in a key (a header name, say) is a credential all the same
+    assert scan({AWS: "value", "n": 5, "b": True, "none": None}) == [
+        (f"<key> {AWS}", "aws_access_key_id", "AKIA…LE")
+    ]
+    assert scan({"n": 5, "b": True, "none": None, 7: "x"}) == []
 
 
 def test_non_random_openai_and_anthropic_keys_are_not_found() -> None:

@@ -137,7 +137,7 @@ def test_not_detected_wording() -> None:
     assert 'a JSON object with keys "foo", "bar"' in message
     for name in FORMATS:
         assert name in message
-    with pytest.raises(FormatNotDetected, match=r"bytes that are not JSON \(b'hello'\)"):
+    with pytest.raises(FormatNotDetected, match=r"bytes that are not JSON \('hello'\)"):
         detect(b"hello", final=True)
     with pytest.raises(FormatNotDetected, match="a JSON array whose first item is a number"):
         detect(b"[1, 2]", final=True)

@@ -1,14 +1,21 @@
-"""The credential scan: API keys, tokens and private keys passed in tool arguments.
+"""The credential scan: API keys, tokens and private keys passed in tool calls, and, when
+asked, personal data.
 
-Every string at any depth of a call's arguments (dict values and list items, never keys) is
-scanned with the ten patterns of :mod:`toolscore.redact`; each accepted match is one finding,
-reported as soon as the call is read. Order: by call, then by string (depth first), then by
-pattern order, as Toolscore does.
+Every string at any depth of a call's arguments (dict values, list items and dict keys) and
+the call's tool name are scanned with the credential patterns of :mod:`toolscore.redact`
+(and its personal-data patterns, with ``pii=``); each accepted match is one finding, reported
+as soon as the call is read. A key's path reads ``<key> parent.key``, a tool name's
+``<tool name>``. Order: by call, then the tool name, then by string (depth first, a dict key
+before its value), then by pattern order, as Toolscore does.
 
 The common case costs one regex pass over a whole batch: the canonical JSON text of a call's
-arguments (which the errors check needs too, so it is made once) holds every string of them,
-unescaped where the credential prefixes are concerned, so the calls whose text shows no
-candidate prefix need no closer look.
+arguments (which the errors check needs too, so it is made once) holds every string and key
+of them, unescaped where the credential prefixes are concerned, so the calls whose text shows
+no candidate prefix need no closer look. Tool names are few: each distinct one is scanned once.
+
+Credentials go to ``security_metrics["secrets"]`` (Toolscore's layout) as findings of check
+``secrets``; personal data to ``security_metrics["pii"]`` as findings of check ``pii``, both
+of severity ``error``.
 """
 
 from __future__ import annotations
@@ -23,31 +30,44 @@ import orjson
 
 from ..calls import Batch, Finding, Location, ToolCall
 from ..redact import (
-    _PREFILTER_BYTES,
+    PII_KINDS,
     PREFILTER_SCAN,
-    iter_strings,
+    iter_texts,
+    may_contain_secret,
+    pii_kinds,
+    pii_prefilter,
     preview,
     redact_secrets,
     scan_text,
 )
 from ._base import BaseCheck, State
 
-__all__ = ["SecretsCheck", "SecretsState", "find_secrets", "scan_call", "secrets_check"]
+__all__ = [
+    "TOOL_NAME_PATH",
+    "SecretsCheck",
+    "SecretsState",
+    "candidates",
+    "find_secrets",
+    "scan_call",
+    "secrets_check",
+]
 
 
-def _candidate(args: Any) -> bool:
+def _candidate(args: Any, pii: frozenset[str] = frozenset()) -> bool:
     """False when no string in ``args`` can hold a credential (one dump, one search)."""
     try:
         raw = orjson.dumps(args, default=repr)
     except TypeError:
         return True  # values orjson cannot write (big ints, surrogates): walk them
-    return _PREFILTER_BYTES.search(raw) is not None
+    if pii:
+        return pii_prefilter(pii).search(raw) is not None
+    return may_contain_secret(raw)
 
 
 _PLUS_ONE = (1).__add__
 
 
-def _candidates(sigs: list[bytes]) -> list[int]:
+def candidates(sigs: list[bytes], scan: Any = PREFILTER_SCAN) -> list[int]:
     """The positions of the canonical argument texts in which a credential may start.
 
     The texts are searched as one, so a batch costs one regex pass in C; every string of an
@@ -55,45 +75,70 @@ def _candidates(sigs: list[bytes]) -> list[int]:
     letters, digits, ``-`` and ``_``) as they are.
     """
     text = b"\n".join(sigs)  # a canonical text never holds a raw newline
-    first = PREFILTER_SCAN.search(text)
+    first = scan.search(text)
     if first is None:
         return []
     ends = list(accumulate(map(_PLUS_ONE, map(len, sigs))))  # each text and its newline
     hits: list[int] = []
-    for m in PREFILTER_SCAN.finditer(text, first.start()):
+    for m in scan.finditer(text, first.start()):
         pos = bisect_right(ends, m.start())
         if not hits or hits[-1] != pos:
             hits.append(pos)
     return hits
 
 
-def _scan(args: Any, tool: str, index: int) -> list[dict[str, Any]]:
+TOOL_NAME_PATH = "<tool name>"
+"""The path of a credential found in a call's tool name."""
+
+
+def _record(index: int, tool: str, path: str, kind: str, secret: str) -> dict[str, Any]:
+    return {
+        "index": index,
+        "tool": tool,
+        "path": path,
+        "kind": kind,
+        "preview": preview(kind, secret),
+    }
+
+
+def _scan(
+    args: Any, tool: str, index: int, pii: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
-    for path, text in iter_strings(args):
-        for _start, _end, kind, secret in scan_text(text):
-            records.append(
-                {
-                    "index": index,
-                    "tool": tool,
-                    "path": path,
-                    "kind": kind,
-                    "preview": preview(kind, secret),
-                }
-            )
+    for path, text, known in iter_texts(args):
+        if known is not None:
+            records.append(_record(index, tool, path, known, text))
+            continue
+        for _start, _end, kind, secret in scan_text(text, pii):
+            records.append(_record(index, tool, path, kind, secret))
     return records
 
 
-def scan_call(call: ToolCall, index: int | None = None) -> list[dict[str, Any]]:
+def _scan_tool(tool: str, pii: frozenset[str]) -> list[tuple[str, str]]:
+    """``(kind, preview)`` of what a tool name holds."""
+    return [(kind, preview(kind, secret)) for _s, _e, kind, secret in scan_text(tool, pii)]
+
+
+def scan_call(
+    call: ToolCall, index: int | None = None, pii: bool | Iterable[str] | None = None
+) -> list[dict[str, Any]]:
     """The credential records of one call: ``{"index", "tool", "path", "kind", "preview"}``.
 
     Args:
-        call: the call whose arguments are scanned.
+        call: the call whose tool name and arguments are scanned.
         index: the index to record; ``call.index`` by default.
+        pii: personal-data kinds to look for too (``True``: every kind).
     """
+    kinds = pii_kinds(pii)
+    at = call.index if index is None else index
+    records = [
+        {"index": at, "tool": call.tool, "path": TOOL_NAME_PATH, "kind": kind, "preview": shown}
+        for kind, shown in _scan_tool(call.tool, kinds)
+    ]
     args = call.args
-    if not args or not isinstance(args, (dict, list, tuple, str)) or not _candidate(args):
-        return []
-    return _scan(args, call.tool, call.index if index is None else index)
+    if not args or not isinstance(args, (dict, list, tuple, str)) or not _candidate(args, kinds):
+        return records
+    return records + _scan(args, call.tool, at, kinds)
 
 
 def find_secrets(calls: Iterable[ToolCall]) -> dict[str, Any]:
@@ -108,57 +153,111 @@ def find_secrets(calls: Iterable[ToolCall]) -> dict[str, Any]:
     return {"secret_count": len(secrets), "secrets": secrets}
 
 
+_PII = frozenset(PII_KINDS)
 _PASSES = "call {call} {tool} passes a credential ({kind}) in '{path}': {preview}"
+_PASSES_PII = "call {call} {tool} passes personal data ({kind}) in '{path}': {preview}"
 
 
 def _finding(record: dict[str, Any], location: Location | None) -> Finding:
+    personal = record["kind"] in _PII
     return Finding(
-        "secrets",
+        "pii" if personal else "secrets",
         record["kind"],
         "error",
         None,
         record["index"],
-        record["tool"],
+        redact_secrets(record["tool"]),
         location,
         record["preview"],
         path=redact_secrets(record["path"]),
-        template=_PASSES,
+        template=_PASSES_PII if personal else _PASSES,
     )
+
+
+_TOOL_CACHE = 4096
+"""Distinct tool names whose scan is remembered (then the memory starts afresh)."""
 
 
 @dataclass(frozen=True)
 class SecretsState(State):
     """The credentials found, in call order (``{"index", "tool", "path", "kind", "preview"}``),
-    and the calls scanned."""
+    the personal data found (same records) and the kinds looked for, and the calls scanned."""
 
     check: str = field(default="secrets", kw_only=True)
     calls: int = 0
     secrets: tuple[dict[str, Any], ...] = ()
+    pii: tuple[dict[str, Any], ...] = ()
+    pii_kinds: frozenset[str] = frozenset()
 
     def merge(self, later: SecretsState) -> SecretsState:
         if not later.calls:
             return self
-        moved = [{**r, "index": r["index"] + self.calls} for r in later.secrets]
-        return SecretsState(calls=self.calls + later.calls, secrets=(*self.secrets, *moved))
+        shift = self.calls
+        return SecretsState(
+            calls=self.calls + later.calls,
+            secrets=(*self.secrets, *({**r, "index": r["index"] + shift} for r in later.secrets)),
+            pii=(*self.pii, *({**r, "index": r["index"] + shift} for r in later.pii)),
+            pii_kinds=self.pii_kinds | later.pii_kinds,
+        )
 
     def metrics(self) -> dict[str, Any]:
-        """``{"security_metrics": {"secret_count", "secrets"}}``."""
+        """``{"security_metrics": {"secret_count", "secrets"}}``, with ``pii_kinds``,
+        ``pii_count`` and ``pii`` when personal data was looked for."""
         secrets = list(self.secrets)
-        return {"security_metrics": {"secret_count": len(secrets), "secrets": secrets}}
+        security: dict[str, Any] = {"secret_count": len(secrets), "secrets": secrets}
+        if self.pii_kinds:
+            security["pii_kinds"] = [k for k in PII_KINDS if k in self.pii_kinds]
+            security["pii_count"] = len(self.pii)
+            security["pii"] = list(self.pii)
+        return {"security_metrics": security}
 
 
 class SecretsCheck(BaseCheck):
-    """Scans each new call's arguments for credentials; see the module docstring."""
+    """Scans each new call's tool name and arguments for credentials (and personal data, with
+    ``pii``); see the module docstring."""
 
     name = "secrets"
     mergeable = True
 
-    def __init__(self) -> None:
+    def __init__(self, pii: bool | Iterable[str] | None = None) -> None:
+        self.pii_kinds = pii_kinds(pii)
+        """The personal-data kinds looked for (empty: none)."""
         self.secrets: list[dict[str, Any]] = []
+        self.pii: list[dict[str, Any]] = []
         self.calls = 0
+        self._scan = pii_prefilter(self.pii_kinds)
+        self._tools: dict[str, list[tuple[str, str]]] = {}
+        self._named: set[str] = set()
 
     def state(self) -> SecretsState:
-        return SecretsState(calls=self.calls, secrets=tuple(self.secrets))
+        return SecretsState(
+            calls=self.calls,
+            secrets=tuple(self.secrets),
+            pii=tuple(self.pii),
+            pii_kinds=self.pii_kinds,
+        )
+
+    def _tool_hits(self, tools: list[str]) -> dict[str, list[tuple[str, str]]]:
+        """The tool names of a batch that hold something, with what they hold."""
+        known = self._tools
+        names = set(tools)
+        unseen = names.difference(known)
+        if unseen:
+            if len(known) > _TOOL_CACHE:
+                known.clear()
+                self._named.clear()
+                unseen = names
+            for tool in unseen:
+                hits = known[tool] = _scan_tool(tool, self.pii_kinds)
+                if hits:
+                    self._named.add(tool)
+        if not self._named:
+            return {}
+        return {tool: known[tool] for tool in names.intersection(self._named)}
+
+    def _keep(self, records: list[dict[str, Any]]) -> None:
+        for record in records:
+            (self.pii if record["kind"] in _PII else self.secrets).append(record)
 
     def feed(self, batch: Batch) -> list[Finding]:
         cols = batch.columns()
@@ -166,14 +265,24 @@ class SecretsCheck(BaseCheck):
             return []
         self.calls += cols.n
         findings: list[Finding] = []
+        tools = cols.tools
+        named = self._tool_hits(tools)
+        hits = candidates(cols.sigs(), self._scan)
+        if named:
+            hits = sorted(set(hits).union(i for i, tool in enumerate(tools) if tool in named))
         all_args = cols.args
-        for i in _candidates(cols.sigs()):
+        for i in hits:
+            tool = tools[i]
+            index = cols.index(i)
+            records = [
+                {"index": index, "tool": tool, "path": TOOL_NAME_PATH, "kind": k, "preview": p}
+                for k, p in named.get(tool, ())
+            ]
             args = all_args[i]
-            if not args or not isinstance(args, (dict, list, tuple, str)):
-                continue
-            records = _scan(args, cols.tools[i], cols.index(i))
+            if args and isinstance(args, (dict, list, tuple, str)):
+                records.extend(_scan(args, tool, index, self.pii_kinds))
             if records:
-                self.secrets.extend(records)
+                self._keep(records)
                 location = cols.location(i)
                 findings.extend(_finding(r, location) for r in records)
         return findings
@@ -183,6 +292,6 @@ class SecretsCheck(BaseCheck):
         return self.state().metrics()
 
 
-def secrets_check() -> SecretsCheck:
-    """A fresh credential scan."""
-    return SecretsCheck()
+def secrets_check(pii: bool | Iterable[str] | None = None) -> SecretsCheck:
+    """A fresh credential scan (looking for the personal-data kinds ``pii`` too)."""
+    return SecretsCheck(pii)

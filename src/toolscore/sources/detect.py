@@ -398,8 +398,13 @@ def _value_text(value: Any, *, nested: bool = False) -> str:
 def describe(shape: Shape | None, head: bytes) -> str:
     """What the start of an input looks like, in a few words (for error messages)."""
     if shape is None:
-        text = head.lstrip()[:40]
-        return f"bytes that are not JSON ({text!r})" if text else "nothing (it is empty)"
+        from ..redact import redact_quote
+
+        text = head.lstrip()[:400]
+        if not text:
+            return "nothing (it is empty)"
+        # redacted before it is cut, so a key is recognised whole and never shown in part
+        return f"bytes that are not JSON ({redact_quote(text.decode('utf-8', 'replace'), 40)!r})"
     if shape.layout == "jsonl":
         return f"JSON Lines whose first line is {_value_text(shape.sample, nested=True)}"
     return _value_text(shape.sample)
