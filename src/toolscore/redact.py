@@ -605,12 +605,11 @@ def redact_findings(findings: list[Any], pii: Collection[str] = ()) -> list[Any]
         if tool is f.tool and path is f.path and detail is f.detail:
             out.append(f)
             continue
-        out.append(
-            Finding(
-                f.check, f.kind, f.severity, None, f.call_index, tool, f.location, f.preview,
-                rule=f.rule, path=path, detail=detail, template=f.template,
-            )  # fmt: skip
-        )
+        redacted = Finding(
+            f.check, f.kind, f.severity, None, f.call_index, tool, f.location, f.preview,
+            rule=f.rule, path=path, detail=detail, template=f.template,
+        )  # fmt: skip
+        out.append(redacted)
     return out
 
 
