@@ -19,7 +19,7 @@ from collections.abc import (
 from typing import IO, TYPE_CHECKING, Any, Union
 
 from .calls import Batch, ToolCall
-from .checks._base import BaseCheck
+from .checks._base import BaseCheck, user_checks
 from .checks.errors import errors_check
 from .checks.expected import expected_check
 from .checks.policy import policy_check
@@ -154,13 +154,16 @@ def open_run(
     on_finding: FindingSink | None = None,
     on_calls: CallSink | None = None,
     rules: RulesInput = None,
+    checks: Sequence[Any] | None = None,
 ) -> tuple[Pipeline, list[ToolCall], dict[str, float]]:
-    """Validate weights, load the gold file and the rules, build the streaming pipeline."""
+    """Validate weights, load the gold file and the rules, build the streaming pipeline
+    (the built-in checks, then the user's ``checks``)."""
     norm = normalize_weights(weights)
     gold_calls = [] if gold is None else read_gold(gold)
     rules = read_rules(forbidden, rules, gold)
     pipeline = Pipeline(
-        builtin_checks(gold_calls, rules, strict=strict, keep_details=keep_calls),
+        builtin_checks(gold_calls, rules, strict=strict, keep_details=keep_calls)
+        + user_checks(checks),
         keep_calls=keep_calls,
         on_finding=on_finding,
         on_calls=on_calls,
@@ -182,6 +185,7 @@ def evaluate(
     forbidden: RulesInput = None,
     *,
     rules: RulesInput = None,
+    checks: Sequence[Any] | None = None,
 ) -> EvaluationResult:
     """Score in-memory calls against expected ones, with the behavior and safety checks.
 
@@ -194,6 +198,9 @@ def evaluate(
         forbidden: forbidden-call rules (Python form or a JSON rule file's path), or a rule
             object with hard rules too (see :data:`RulesInput`).
         rules: more rules, in the same forms (joined with ``forbidden``'s).
+        checks: your own checks, run after the built-in ones: objects with
+            ``feed(batch) -> findings`` and optionally ``finish()`` and ``state()`` (see
+            :class:`~toolscore.checks._base.UserCheck`); their findings are the result's.
 
     Returns:
         The result, with every call kept (``to_dict()`` lists them).
@@ -209,7 +216,8 @@ def evaluate(
     ruleset = read_rules(forbidden, rules)
     calls = calls_from_dicts(extract_calls(actual))
     pipeline = Pipeline(
-        builtin_checks(gold, ruleset, strict=strict, keep_details=True), keep_calls=True
+        builtin_checks(gold, ruleset, strict=strict, keep_details=True) + user_checks(checks),
+        keep_calls=True,
     )
     run_sync(pipeline, _batches_of(calls))
     return pipeline_result(pipeline, gold, norm, include_extras=False)
@@ -237,6 +245,7 @@ def evaluate_trace(
     workers: int | None = 1,
     on_bytes: Callable[[int], None] | None = None,
     rules: RulesInput = None,
+    checks: Sequence[Any] | None = None,
 ) -> EvaluationResult:
     """Score a trace file against a gold file in one streaming pass.
 
@@ -274,6 +283,8 @@ def evaluate_trace(
         rules: hard rules (and more forbidden ones): a rule file's path or a rule object;
             a gold file that is an object may hold its own (``"rules"``, ``"match"``,
             ``"arguments"``).
+        checks: your own checks, as for :func:`evaluate` (a trace is then read in one
+            process unless every one of them is mergeable).
 
     Raises:
         InputError: the gold file, the rule file or the trace cannot be opened, or the trace's
@@ -294,6 +305,7 @@ def evaluate_trace(
         on_finding=on_finding,
         on_calls=on_calls,
         rules=rules,
+        checks=checks,
     )
     split = _plan_parts(pipeline, trace_file, format, workers, on_calls, keep_calls)
     if split is None:
@@ -305,7 +317,10 @@ def evaluate_trace(
         parallel.run(
             pipeline,
             split,
-            lambda: builtin_checks(gold, ruleset, strict=strict, keep_details=False),
+            lambda: (
+                builtin_checks(gold, ruleset, strict=strict, keep_details=False)
+                + user_checks(checks)
+            ),
             on_bytes=on_bytes,
         )
         finish_sync(pipeline)
@@ -375,6 +390,7 @@ async def evaluate_stream(
     on_calls: CallSink | None = None,
     keep_calls: bool = False,
     rules: RulesInput = None,
+    checks: Sequence[Any] | None = None,
 ) -> EvaluationResult:
     """Score a trace as it streams in, reporting findings the moment they happen.
 
@@ -390,6 +406,8 @@ async def evaluate_stream(
         on_finding: receives findings as they happen.
         on_calls: receives completed calls in index order.
         keep_calls: keep every call on the result.
+        checks: your own checks, as for :func:`evaluate`; one with an async ``afeed`` is
+            awaited (it may do I/O: an alert, a judge).
 
     Raises:
         InputError: as :func:`evaluate_trace`, for errors before the first call.
@@ -403,6 +421,7 @@ async def evaluate_stream(
         on_finding=on_finding,
         on_calls=on_calls,
         rules=rules,
+        checks=checks,
     )
     await run_async(pipeline, aguard_first(abatches(source, format)))
     return pipeline_result(pipeline, gold_calls, norm, include_extras=True)

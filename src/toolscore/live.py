@@ -24,9 +24,9 @@ from __future__ import annotations
 import importlib
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import cast
+from typing import Any, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -296,6 +296,7 @@ async def watch(
     on_calls: CallSink | None = None,
     keep_calls: bool = False,
     buffer: int = 64,
+    checks: Sequence[Any] | None = None,
 ) -> AsyncIterator[LiveRun]:
     """Evaluate ``source`` live: findings as they happen, the result at the end.
 
@@ -320,6 +321,8 @@ async def watch(
         keep_calls: keep every call on the result (memory then grows with the trace).
         buffer: batches of findings the producer may run ahead of the consumer; past it, it
             waits (so a slow consumer bounds memory, never loses findings).
+        checks: your own checks, as for :func:`~toolscore.api.evaluate_stream` (an async
+            ``afeed`` is awaited; its findings are iterated with the others).
 
     Yields:
         The :class:`LiveRun`.
@@ -331,7 +334,13 @@ async def watch(
         ValueError: a bad weight.
     """
     pipeline, gold_calls, norm = open_run(
-        gold, weights, forbidden, strict=strict, keep_calls=keep_calls, on_calls=on_calls
+        gold,
+        weights,
+        forbidden,
+        strict=strict,
+        keep_calls=keep_calls,
+        on_calls=on_calls,
+        checks=checks,
     )
     send, receive = anyio.create_memory_object_stream[list[Finding]](buffer)
     run = LiveRun(pipeline, gold_calls, norm, receive, send, on_finding)

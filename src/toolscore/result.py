@@ -345,7 +345,8 @@ class EvaluationResult:
 
         Policy violations, hard-rule violations, forbidden rules that timed out on a call
         (``warning``), the match modes passed (``info``), then credentials, then the
-        failed-calls and retry warnings. Call numbers are 1-based.
+        failed-calls and retry warnings, then the findings of the user's checks (those kept).
+        Call numbers are 1-based.
         """
         metrics = self.metrics
         out: list[tuple[str, str]] = []
@@ -386,6 +387,10 @@ class EvaluationResult:
         if retries:
             noun = "call repeats" if retries == 1 else "calls repeat"
             out.append(("warning", f"{retries} {noun} a failed call with the same arguments"))
+        # the user's own checks' findings (``checks=[...]``), as they said them
+        out.extend(
+            (f.severity, f.message) for f in self._findings if f.check not in BUILT_IN_CHECKS
+        )
         return out
 
 
@@ -400,6 +405,9 @@ def _efficiency(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 EXTRA_KEYS = ("latency_metrics", "cost_metrics")
 """Metrics only file traces get (``include_extras``), as Toolscore's ``evaluate_trace``."""
+
+BUILT_IN_CHECKS = frozenset({"expected", "errors", "secrets", "policy", "rules", "input"})
+"""The checks whose findings the reports show through the metrics (or apart: ``input``)."""
 
 _AFTER_EXPECTED = (
     "required_call_recall",

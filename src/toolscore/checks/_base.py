@@ -69,12 +69,22 @@ the later part's by the earlier part's call count, which is why most states coun
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..calls import Batch, Finding
 
-__all__ = ["AsyncCheck", "BaseCheck", "Check", "State"]
+__all__ = [
+    "AsyncCheck",
+    "BaseCheck",
+    "Check",
+    "State",
+    "UserCheck",
+    "as_check",
+    "user_checks",
+]
 
 S = TypeVar("S", bound="State")
 
@@ -169,3 +179,67 @@ class BaseCheck:
 
     async def afinish(self) -> list[Finding]:
         return self.finish()
+
+
+class UserCheck(BaseCheck):
+    """A user's check as the pipeline runs it: any object with ``feed(batch) -> findings``,
+    and optionally an async ``afeed(batch)`` (which may do I/O; the async drivers,
+    ``evaluate_stream`` and ``watch``, await it instead of ``feed``), ``finish()`` /
+    ``afinish()``, ``state()`` (a :class:`State`: its metrics join the result's),
+    ``begin_part()``/``resume(state)``, ``name`` and ``mergeable``.
+
+    Its findings go to the same sinks and reports as the built-in checks' (the findings
+    stream, the JSON report, the console, ``result.findings``).
+    """
+
+    def __init__(self, check: Any) -> None:
+        if not callable(getattr(check, "feed", None)):
+            raise TypeError(f"a check needs a feed(batch) method, got {type(check).__name__}")
+        self.check = check
+        self.name = str(getattr(check, "name", type(check).__name__))
+        self.mergeable = bool(getattr(check, "mergeable", False)) and hasattr(check, "state")
+
+    def feed(self, batch: Batch) -> list[Finding]:
+        return list(self.check.feed(batch) or [])
+
+    def finish(self) -> list[Finding]:
+        finish = getattr(self.check, "finish", None)
+        return list(finish() or []) if finish is not None else []
+
+    async def afeed(self, batch: Batch) -> list[Finding]:
+        afeed = getattr(self.check, "afeed", None)
+        if afeed is None:
+            return self.feed(batch)
+        found = afeed(batch)
+        if inspect.isawaitable(found):
+            found = await found
+        return list(found or [])
+
+    async def afinish(self) -> list[Finding]:
+        afinish = getattr(self.check, "afinish", None)
+        if afinish is None:
+            return self.finish()
+        found = afinish()
+        if inspect.isawaitable(found):
+            found = await found
+        return list(found or [])
+
+    def state(self) -> State | None:
+        state = getattr(self.check, "state", None)
+        return None if state is None else state()
+
+    def begin_part(self) -> None:
+        begin = getattr(self.check, "begin_part", None)
+        if begin is not None:
+            begin()
+
+
+def as_check(check: Any) -> BaseCheck:
+    """``check`` as the pipeline runs it: a :class:`BaseCheck` as it is, anything else with a
+    ``feed`` method through :class:`UserCheck`."""
+    return check if isinstance(check, BaseCheck) else UserCheck(check)
+
+
+def user_checks(checks: Iterable[Any] | None) -> list[BaseCheck]:
+    """The user's checks (``checks=[...]`` of the drivers), ready for the pipeline."""
+    return [] if checks is None else [as_check(c) for c in checks]
