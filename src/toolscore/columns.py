@@ -13,17 +13,15 @@ only become ``ToolCall`` objects when someone asks for them (a user's check, ``k
 
 from __future__ import annotations
 
-import json
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from ._signature import Canonical, canonical_many
-from .calls import Location, ToolCall
-from .result import call_record, json_safe
+from .records import call_json, json_safe, record_bytes, write_joined
+
+if TYPE_CHECKING:
+    from .calls import Location, ToolCall
 
 __all__ = ["Columns", "ListColumns", "call_json", "record_bytes", "write_joined"]
 
@@ -173,70 +171,3 @@ class ListColumns(Columns):
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-# -- the JSON record of a call -------------------------------------------------------------------
-
-
-def write_joined(
-    write: Callable[[bytes | memoryview], object], records: list[bytes], separator: bytes
-) -> int:
-    """Write ``records`` (JSON texts on one line each), each followed by ``separator``, in
-    two writes; returns how many."""
-    if records:
-        write(separator.join(records))
-        write(separator)
-    return len(records)
-
-
-def record_bytes(value: Any) -> bytes:
-    """``value`` (JSON-safe data) as compact JSON; integers beyond 64 bits go through
-    :mod:`json`."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8", "surrogatepass"
-        )
-
-
-def _nonfinite(value: Any) -> bool:
-    """True when ``value`` holds a NaN or an infinity (which orjson would write as null)."""
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_nonfinite(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_nonfinite(v) for v in value)
-    return False
-
-
-def call_json(call: ToolCall) -> bytes:
-    """``call_record(call)`` as JSON on one line, without walking arguments decoded from JSON.
-
-    Arguments and results read from a trace are plain JSON data, so orjson writes them as
-    they are; anything it refuses (a non-str key, a set, a huge int) or a NaN (which it would
-    write as null) takes the ``call_record`` path.
-    """
-    try:
-        args = orjson.dumps(call.args)
-        result = orjson.dumps(call.result)
-    except TypeError:
-        return record_bytes(call_record(call))
-    if (b"null" in args and _nonfinite(call.args)) or (
-        b"null" in result and _nonfinite(call.result)
-    ):
-        return record_bytes(call_record(call))
-    err = call.metadata.get("error") if call.metadata else None
-    tail = record_bytes(
-        {
-            "is_error": call.is_error,
-            "error": None if isinstance(err, bool) else json_safe(err),
-            "duration": json_safe(call.duration),
-            "cost": json_safe(call.cost),
-        }
-    )
-    return b"".join(
-        (b'{"tool":', orjson.dumps(call.tool), b',"args":', args, b',"result":', result, b",",
-         tail[1:])
-    )  # fmt: skip

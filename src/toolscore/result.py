@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .calls import Finding, ToolCall
-from .checks._base import State
 from .errors import InputError
 from .gold import side_effect_note
+from .records import call_record, expected_record, json_safe
 from .verdict import letter_grade
+
+if TYPE_CHECKING:
+    from .checks._base import State
 
 __all__ = [
     "DEFAULT_WEIGHTS",
@@ -133,49 +136,6 @@ def compute_score(metrics: Mapping[str, Any], weights: Mapping[str, float]) -> f
         + w["required_call_recall"] * completed
     )
     return score
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` as strict JSON data: non-JSON leaves become their ``repr``.
-
-    Tuples become lists and dict keys are ``str()``'d, as in Toolscore's ``to_dict``; NaN and
-    infinities become ``"nan"``/``"inf"``/``"-inf"`` so the output is strict JSON.
-    """
-    if value is None or value is True or value is False or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, dict):
-        return {(k if isinstance(k, str) else str(k)): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return repr(value)
-
-
-def expected_record(call: ToolCall) -> dict[str, Any]:
-    """A gold call as ``to_dict()["calls"]["expected"]`` lists it (JSON-safe)."""
-    return {"tool": call.tool, "args": json_safe(call.args)}
-
-
-def call_record(call: ToolCall) -> dict[str, Any]:
-    """A trace call as ``to_dict()["calls"]["actual"]`` lists it (JSON-safe).
-
-    ``error`` is the recorded ``metadata["error"]``, or None when it is missing or a bool.
-    """
-    err = call.metadata.get("error") if call.metadata else None
-    if isinstance(err, bool):
-        err = None
-    return {
-        "tool": call.tool,
-        "args": json_safe(call.args),
-        "result": json_safe(call.result),
-        "is_error": call.is_error,
-        "error": json_safe(err),
-        "duration": json_safe(call.duration),
-        "cost": json_safe(call.cost),
-    }
 
 
 class EvaluationResult:

@@ -13,12 +13,12 @@ from ..calls import Batch, Location
 from ..errors import InputError
 from ._base import Dialect
 from ._ijson import ItemParser, pull_items
-from .jsonl import _Decoder
+from .jsonl import Decoder
 
 __all__ = ["DocumentDecoder", "JsonDecoder"]
 
 
-class DocumentDecoder(_Decoder):
+class DocumentDecoder(Decoder):
     """What the two decoders of one JSON document share: the items' prefix, their location,
     and how parsed items and a fault go into a batch.
 

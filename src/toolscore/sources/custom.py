@@ -31,6 +31,7 @@ import msgspec
 from ..calls import Batch, Location, ToolCall
 from ..columns import Columns
 from ..limits import MAX_DEPTH, bounded_depth
+from ..records import CallRecord
 from ._base import Dialect
 from ._util import located_finding
 from .detect import Shape
@@ -349,18 +350,6 @@ _FALSY_HEADS = frozenset(
 """The first two bytes of every falsy JSON value (and of a few truthy ones, decoded to see)."""
 
 
-class _Record(msgspec.Struct, gc=False):
-    """A call's record in ``to_dict()["calls"]["actual"]`` (field order is the JSON order)."""
-
-    tool: str
-    args: Any
-    result: Any
-    is_error: bool
-    error: Any
-    duration: Any
-    cost: Any
-
-
 _encode = msgspec.json.Encoder().encode
 ONE_PER_LINE = 64
 """A batch of fewer calls writes one record a line in the JSON report; a larger one writes
@@ -486,7 +475,7 @@ class CustomBlock(Columns):
             durations = [d or None for d in durations]
         return list(
             map(
-                _Record,
+                CallRecord,
                 self._tools,
                 self._args,
                 self._results(),

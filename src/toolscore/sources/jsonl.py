@@ -28,7 +28,7 @@ _decode = msgspec.json.Decoder().decode
 """One line's JSON: msgspec keeps integers beyond 64 bits, as :mod:`json` does."""
 
 
-class _Decoder:
+class Decoder:
     """What both decoders share: the dialect, and the zero-call check at the end."""
 
     name: str
@@ -64,7 +64,7 @@ class _Decoder:
         return out
 
 
-class JsonlDecoder(_Decoder):
+class JsonlDecoder(Decoder):
     """JSON Lines: one item per line.
 
     Args:

@@ -6,10 +6,11 @@ Empty cases are decided per metric, as Toolscore does; ``trajectory_details`` ke
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...calls import ToolCall
-from .state import ExpectedPlan, ExpectedState
+if TYPE_CHECKING:
+    from ...calls import ToolCall
+    from .state import ExpectedPlan, ExpectedState
 
 __all__ = ["extra_metrics", "gold_metrics"]
 
