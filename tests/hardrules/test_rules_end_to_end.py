@@ -252,11 +252,17 @@ def test_the_cli_reports_every_rule_in_every_report(tmp_path: Path) -> None:
 
 def test_a_bad_rule_file_exits_2_naming_the_file_and_rule(tmp_path: Path) -> None:
     gold = _write(tmp_path / "gold.json", GOLD)
-    rules = _write(tmp_path / "rules.json", {"counts": [{"tool": "a", "max": "one"}]})
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"allow": ["a"], "counts": [{"tool": "a", "max": 1},
+                                                             {"tool": "a", "max": "one"}]},
+                                indent=2))  # fmt: skip
     trace = _write(tmp_path / "trace.json", TRACE)
     proc = run_cli("eval", str(gold), str(trace), "--forbidden", str(rules), cwd=tmp_path)
     assert proc.returncode == 2
-    assert "rules.json: count rule 0 'max' must be a non-negative integer" in proc.stderr
+    assert (
+        "rules.json:10: count rule 1 'max' must be a non-negative integer, got 'one' "
+        "(at $.counts[1])"
+    ) in proc.stderr
 
 
 def test_rules_in_the_gold_file(tmp_path: Path) -> None:

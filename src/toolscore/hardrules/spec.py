@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -434,6 +435,26 @@ def ruleset(data: Any, path: str = _DEFAULT, *, python: bool = True) -> RuleSet:
     if "forbidden" in data:
         forbidden = _forbidden_form(data["forbidden"], "forbidden", path, python, ("forbidden",))
         out = replace(out, forbidden=tuple(forbidden), has_forbidden=True)
+    try:
+        out = _hard(out, data, path, python)
+    except RuleFileError as exc:
+        if exc.json_path is None:  # where in the file: the key, and the rule when named
+            m = _RULE_INDEX.match(exc.problem)
+            key = next((k for k in KEYS if exc.problem.startswith(k)), None)
+            if m is not None:
+                exc.json_path = (_SECTION[m.group(1)], int(m.group(2)))
+            elif key is not None and key in data:
+                exc.json_path = (key,)
+        raise
+    _unique_ids(out, path)
+    return out
+
+
+_RULE_INDEX = re.compile(r"(order|count|data_flow) rule (\d+)")
+_SECTION = {"order": "order", "count": "counts", "data_flow": "data_flow"}
+
+
+def _hard(out: RuleSet, data: Mapping[str, Any], path: str, python: bool) -> RuleSet:
     if data.get("allow") is not None:
         tools, rule_id, reason = _allow(data["allow"], path)
         out = replace(out, allow=tools, allow_id=rule_id, allow_reason=reason)
@@ -453,7 +474,6 @@ def ruleset(data: Any, path: str = _DEFAULT, *, python: bool = True) -> RuleSet:
         out = replace(out, match=_match(data["match"], path))
     if data.get("arguments") is not None:
         out = replace(out, arguments=_arguments(data["arguments"], path))
-    _unique_ids(out, path)
     return out
 
 
