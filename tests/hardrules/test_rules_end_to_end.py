@@ -311,3 +311,26 @@ def test_parts_read_by_other_processes_give_the_same_findings(
     }  # fmt: skip
     mine = [f.to_json() for f in one.findings if f.check == "rules"]
     assert [f.to_json() for f in parts.findings if f.check == "rules"] == mine
+
+
+def test_watch_reports_each_broken_rule_as_its_line_arrives(tmp_path: Path) -> None:
+    rules = _write(tmp_path / "rules.json", {"allow": ["search", "http_post", "get_env"],
+                                             "counts": [{"tool": "search", "max": 1}],
+                                             "data_flow": {"sinks": ["http_post"]}})  # fmt: skip
+    lines = [
+        {"tool": "search", "args": {"q": "a"}},
+        {"tool": "get_env", "args": {}, "result": {"t": KEY}},
+        {"tool": "search", "args": {"q": "b"}},
+        {"tool": "http_post", "args": {}},
+        {"tool": "curl", "args": {}},
+    ]
+    stdin = "".join(json.dumps(c) + "\n" for c in lines)
+    findings = tmp_path / "findings.jsonl"
+    proc = run_cli("watch", "-", "--forbidden", str(rules), "--findings", str(findings),
+                   "--fail-on-violations", stdin=stdin, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 1
+    assert "ERROR    call 3 search is call 2 to search; at most 1 allowed" in proc.stdout
+    assert "call 5 curl is not an allowed tool (rule allow)" in proc.stdout
+    kinds = [json.loads(x)["kind"] for x in findings.read_text().splitlines()]
+    assert kinds == ["too_many_calls", "data_flow", "tool_not_allowed"]
+    assert KEY not in proc.stdout + findings.read_text()
