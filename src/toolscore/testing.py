@@ -33,12 +33,13 @@ from .calls import Batch, Finding, ToolCall
 __all__ = ["assert_parts_merge", "check_conformance"]
 
 
-def _feed(check: Any, calls: Sequence[ToolCall], batch: int) -> list[Finding]:
+def _feed(check: Any, calls: Sequence[ToolCall], batch: int, finish: bool = True) -> list[Finding]:
     found: list[Finding] = []
     for start in range(0, len(calls), batch):
         chunk = list(calls[start : start + batch])
         found.extend(check.feed(Batch(calls=chunk, done=list(chunk))))
-    found.extend(check.finish())
+    if finish:
+        found.extend(check.finish())
     return found
 
 
@@ -56,6 +57,11 @@ def assert_parts_merge(
     """Feed ``trace`` whole, and cut at ``cuts`` (positions, in order), in batches of
     ``batch`` calls; assert the merged state and the moved findings are the whole's.
 
+    A check with a ``resume(state)`` method is finished as the pipeline finishes it after
+    reading parts: the first part's check takes the merged state back and only it runs
+    :meth:`finish` (what only the whole trace shows: a count below its minimum, a match
+    verdict); other checks finish each part.
+
     Raises:
         AssertionError: what differs.
     """
@@ -66,14 +72,18 @@ def assert_parts_merge(
     merged: Any = None
     kept: list[Any] = []  # the parts' states live on (their files) until the comparison
     parts_found: list[Finding] = []
+    main: Any = None
+    resumes = hasattr(whole, "resume")
     for k, (start, end) in enumerate(itertools.pairwise(bounds)):
         check = make_check()
         if k:
             begin = getattr(check, "begin_part", None)
             if begin is not None:
                 begin()
+        else:
+            main = check
         part = _renumbered(calls[:end], start)
-        found = [f.moved(start, 0) for f in _feed(check, part, batch)]
+        found = [f.moved(start, 0) for f in _feed(check, part, batch, finish=not resumes)]
         get_state = getattr(check, "state", None)
         state = get_state() if get_state is not None else None
         if state is not None:
@@ -85,6 +95,11 @@ def assert_parts_merge(
                 parts_found.extend(merged.findings_between(sent))
                 merged = merged.merge(sent)
         parts_found.extend(found)
+    if resumes:
+        if merged is not None:
+            main.resume(merged)
+        parts_found.extend(main.finish())
+        merged = main.state()
     get_whole = getattr(whole, "state", None)
     whole_state = get_whole() if get_whole is not None else None
     assert merged == whole_state, f"merged state {merged!r} != whole {whole_state!r} at {cuts}"

@@ -200,8 +200,9 @@ class SeqState:
         return state, new
 
 
-def _by_index(v: Violation) -> tuple[int, int]:
-    return (v.index if v.index is not None else 1 << 62, 0)
+def _by_index(v: Violation) -> tuple[int, str]:
+    """Call order; at one call, by rule id (the order every way of reading gives)."""
+    return (v.index if v.index is not None else 1 << 62, v.rule)
 
 
 def _too_many(rule: str, index: int, tool: str | None, high: int, budget: bool) -> Violation:
