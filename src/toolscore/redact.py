@@ -462,6 +462,20 @@ def _decode_percent(text: str) -> tuple[str, list[int]] | None:
     return "".join(parts), marks
 
 
+def _matches(pattern: re.Pattern[str], text: str, retry: bool) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)``; with ``retry`` (the personal-data patterns, all of bounded
+    length), a match its check rejects or that overlaps a claimed span is tried again one
+    character on, so that a rejected candidate (``0958 4111 1111 1111``) does not hide the
+    valid one inside it (``4111 1111 1111 1111``)."""
+    if not retry:
+        yield from pattern.finditer(text)
+        return
+    pos = 0
+    while (m := pattern.search(text, pos)) is not None:
+        yield m
+        pos = m.start() + 1
+
+
 def _scan(text: str, rows: tuple[_Row, ...]) -> list[SecretMatch]:
     found: list[SecretMatch] = []
     starts: list[int] = []  # claimed spans, sorted and disjoint
@@ -470,8 +484,11 @@ def _scan(text: str, rows: tuple[_Row, ...]) -> list[SecretMatch]:
     for kind, pattern, check, grouped, gates in rows:
         if gates is not None and present.isdisjoint(gates):
             continue
-        for m in pattern.finditer(text):
+        reach = -1  # with retry: the end of the last accepted match
+        for m in _matches(pattern, text, gates is None):
             start, end = m.span("secret") if grouped else m.span()
+            if start < reach:
+                continue
             i = bisect_left(ends, start + 1)  # first claimed span ending after ``start``
             if i < len(starts) and starts[i] < end:
                 continue
@@ -481,6 +498,7 @@ def _scan(text: str, rows: tuple[_Row, ...]) -> list[SecretMatch]:
             starts.insert(i, start)
             ends.insert(i, end)
             found.append((start, end, kind, secret))
+            reach = end
     return found
 
 

@@ -190,6 +190,9 @@ def test_pii_validation() -> None:
     assert scan_text("000-12-3456 666-12-3456 123-00-4567", PII_KINDS) == []  # never issued
     assert scan_text("DE89 3704 0044 0532 0130 01", PII_KINDS) == []  # fails mod 97
     assert scan_text("version 2024-01-15 build 1.2.3.4 id 12345678", PII_KINDS) == []
+    # a rejected candidate does not hide the valid one that starts inside it
+    text = "+44 20 7946 0958 4111 1111 1111 1111"
+    assert [k for _s, _e, k, _ in scan_text(text, PII_KINDS)] == ["card_number", "phone"]
     assert preview("card_number", PII["card_number"]) == "…1111"
     assert preview("email", PII["email"]) == "j…@example.org"
     with pytest.raises(ValueError, match="unknown personal-data kind"):
