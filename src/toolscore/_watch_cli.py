@@ -41,6 +41,7 @@ from .cli import (
     FailUnderOption,
     ForbiddenOption,
     FormatOption,
+    PiiOption,
     WeightOption,
 )
 
@@ -392,10 +393,13 @@ def watch_command(
     fail_on_violations: FailOnViolationsOption = False,
     fail_under: FailUnderOption = None,
     weight: WeightOption = None,
+    pii: PiiOption = False,
 ) -> None:
     """Evaluate a trace live: print each finding as its call arrives, then the summary."""
     from .cli import error_line
+    from .redact import use_pii
 
+    use_pii(pii)
     opts = WatchOptions(
         trace=trace,
         gold=gold,

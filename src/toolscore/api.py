@@ -28,6 +28,7 @@ from .errors import InputError
 from .gold import calls_from_dicts, gold_from_dicts, load_gold
 from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
 from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
+from .redact import pii_redaction
 from .result import EvaluationResult, normalize_weights, reduce
 
 if TYPE_CHECKING:
@@ -186,6 +187,7 @@ def evaluate(
     *,
     rules: RulesInput = None,
     checks: Sequence[Any] | None = None,
+    pii: bool | Iterable[str] | None = None,
 ) -> EvaluationResult:
     """Score in-memory calls against expected ones, with the behavior and safety checks.
 
@@ -198,6 +200,8 @@ def evaluate(
         forbidden: forbidden-call rules (Python form or a JSON rule file's path), or a rule
             object with hard rules too (see :data:`RulesInput`).
         rules: more rules, in the same forms (joined with ``forbidden``'s).
+        pii: also look for personal data (``True``: email, phone, card numbers, US SSN,
+            IBAN; or a list of those kinds), and redact it from findings and reports.
         checks: your own checks, run after the built-in ones: objects with
             ``feed(batch) -> findings`` and optionally ``finish()`` and ``state()`` (see
             :class:`~toolscore.checks._base.UserCheck`); their findings are the result's.
@@ -209,18 +213,19 @@ def evaluate(
         TypeError: ``expected`` is not a list.
         ValueError: a bad weight, or a malformed expected or actual call.
     """
-    norm = normalize_weights(weights)
-    if not isinstance(expected, list):
-        raise TypeError(f"expected must be a list of dicts, got {type(expected).__name__}")
-    gold = gold_from_dicts(expected)
-    ruleset = read_rules(forbidden, rules)
-    calls = calls_from_dicts(extract_calls(actual))
-    pipeline = Pipeline(
-        builtin_checks(gold, ruleset, strict=strict, keep_details=True) + user_checks(checks),
-        keep_calls=True,
-    )
-    run_sync(pipeline, _batches_of(calls))
-    return pipeline_result(pipeline, gold, norm, include_extras=False)
+    with pii_redaction(pii):
+        norm = normalize_weights(weights)
+        if not isinstance(expected, list):
+            raise TypeError(f"expected must be a list of dicts, got {type(expected).__name__}")
+        gold = gold_from_dicts(expected)
+        ruleset = read_rules(forbidden, rules)
+        calls = calls_from_dicts(extract_calls(actual))
+        pipeline = Pipeline(
+            builtin_checks(gold, ruleset, strict=strict, keep_details=True) + user_checks(checks),
+            keep_calls=True,
+        )
+        run_sync(pipeline, _batches_of(calls))
+        return pipeline_result(pipeline, gold, norm, include_extras=False)
 
 
 def extract_calls(actual: Any) -> list[Any]:
@@ -246,6 +251,7 @@ def evaluate_trace(
     on_bytes: Callable[[int], None] | None = None,
     rules: RulesInput = None,
     checks: Sequence[Any] | None = None,
+    pii: bool | Iterable[str] | None = None,
 ) -> EvaluationResult:
     """Score a trace file against a gold file in one streaming pass.
 
@@ -285,6 +291,8 @@ def evaluate_trace(
             ``"arguments"``).
         checks: your own checks, as for :func:`evaluate` (a trace is then read in one
             process unless every one of them is mergeable).
+        pii: also look for personal data (``True``: email, phone, card numbers, US SSN,
+            IBAN; or a list of those kinds), and redact it from findings and reports.
 
     Raises:
         InputError: the gold file, the rule file or the trace cannot be opened, or the trace's
@@ -292,39 +300,40 @@ def evaluate_trace(
         UsageError: a bad ``format`` or ``judge`` value.
         ValueError: a bad weight.
     """
-    del validate_side_effects
-    _no_judge(judge)
-    from .sources import iter_batches
+    with pii_redaction(pii):
+        del validate_side_effects
+        _no_judge(judge)
+        from .sources import iter_batches
 
-    pipeline, gold, norm = open_run(
-        gold_file,
-        weights,
-        forbidden,
-        strict=strict,
-        keep_calls=keep_calls,
-        on_finding=on_finding,
-        on_calls=on_calls,
-        rules=rules,
-        checks=checks,
-    )
-    split = _plan_parts(pipeline, trace_file, format, workers, on_calls, keep_calls)
-    if split is None:
-        run_sync(pipeline, guard_first(iter_batches(trace_file, format, on_bytes=on_bytes)))
-    else:
-        from . import parallel
-
-        ruleset = read_rules(forbidden, rules, gold_file)
-        parallel.run(
-            pipeline,
-            split,
-            lambda: (
-                builtin_checks(gold, ruleset, strict=strict, keep_details=False)
-                + user_checks(checks)
-            ),
-            on_bytes=on_bytes,
+        pipeline, gold, norm = open_run(
+            gold_file,
+            weights,
+            forbidden,
+            strict=strict,
+            keep_calls=keep_calls,
+            on_finding=on_finding,
+            on_calls=on_calls,
+            rules=rules,
+            checks=checks,
         )
-        finish_sync(pipeline)
-    return pipeline_result(pipeline, gold, norm, include_extras=True)
+        split = _plan_parts(pipeline, trace_file, format, workers, on_calls, keep_calls)
+        if split is None:
+            run_sync(pipeline, guard_first(iter_batches(trace_file, format, on_bytes=on_bytes)))
+        else:
+            from . import parallel
+
+            ruleset = read_rules(forbidden, rules, gold_file)
+            parallel.run(
+                pipeline,
+                split,
+                lambda: (
+                    builtin_checks(gold, ruleset, strict=strict, keep_details=False)
+                    + user_checks(checks)
+                ),
+                on_bytes=on_bytes,
+            )
+            finish_sync(pipeline)
+        return pipeline_result(pipeline, gold, norm, include_extras=True)
 
 
 def _plan_parts(
@@ -391,6 +400,7 @@ async def evaluate_stream(
     keep_calls: bool = False,
     rules: RulesInput = None,
     checks: Sequence[Any] | None = None,
+    pii: bool | Iterable[str] | None = None,
 ) -> EvaluationResult:
     """Score a trace as it streams in, reporting findings the moment they happen.
 
@@ -408,23 +418,26 @@ async def evaluate_stream(
         keep_calls: keep every call on the result.
         checks: your own checks, as for :func:`evaluate`; one with an async ``afeed`` is
             awaited (it may do I/O: an alert, a judge).
+        pii: also look for personal data (``True``: email, phone, card numbers, US SSN,
+            IBAN; or a list of those kinds), and redact it from findings and reports.
 
     Raises:
         InputError: as :func:`evaluate_trace`, for errors before the first call.
     """
-    pipeline, gold_calls, norm = open_run(
-        gold,
-        weights,
-        forbidden,
-        strict=strict,
-        keep_calls=keep_calls,
-        on_finding=on_finding,
-        on_calls=on_calls,
-        rules=rules,
-        checks=checks,
-    )
-    await run_async(pipeline, aguard_first(abatches(source, format)))
-    return pipeline_result(pipeline, gold_calls, norm, include_extras=True)
+    with pii_redaction(pii):
+        pipeline, gold_calls, norm = open_run(
+            gold,
+            weights,
+            forbidden,
+            strict=strict,
+            keep_calls=keep_calls,
+            on_finding=on_finding,
+            on_calls=on_calls,
+            rules=rules,
+            checks=checks,
+        )
+        await run_async(pipeline, aguard_first(abatches(source, format)))
+        return pipeline_result(pipeline, gold_calls, norm, include_extras=True)
 
 
 async def abatches(source: TraceSource, format: str = "auto") -> AsyncIterator[Batch]:

@@ -27,6 +27,7 @@ import typer.main
 from ._exitcodes import EXIT_ERROR, Outcome, exit_code
 from .dataset import cli as dataset_cli
 from .limits import DEFAULT_MAX_VALUE_BYTES, ensure_recursion_limit, set_max_value_bytes
+from .redact import use_pii
 
 if TYPE_CHECKING:
     from rich.progress import Task
@@ -155,20 +156,21 @@ def _wants_progress(trace: str) -> bool:
 
 
 def _gates(result: ReportResult, opts: EvalOptions, threshold: float | str | None) -> Outcome:
-    from .reports import rule_violation_count, secret_count
+    from .reports import number, rule_violation_count, secret_count, section
     from .verdict import passes
 
     violations = False
     below = False
     if opts.fail_on_violations:
         rules = rule_violation_count(result)
-        count = len(result.policy_violations) + secret_count(result) + rules
+        personal = int(number(section(result.metrics, "security_metrics").get("pii_count")))
+        count = len(result.policy_violations) + secret_count(result) + rules + personal
         if count > 0:
             violations = True
             what = "forbidden call(s), broken rule(s)" if rules else "forbidden call(s)"
-            sys.stderr.write(
-                f"ERROR {count} {what} or credential(s) found (--fail-on-violations)\n"
-            )
+            found = "credential(s) or personal data" if personal else "or credential(s)"
+            what = f"{what}, {found}" if personal else f"{what} {found}"
+            sys.stderr.write(f"ERROR {count} {what} found (--fail-on-violations)\n")
     if threshold is not None:
         score = result.score
         if isinstance(threshold, str):
@@ -496,6 +498,14 @@ ForbiddenOption = Annotated[
         help="A JSON rule file: forbidden-call rules, or an object with hard rules too.",
     ),
 ]
+PiiOption = Annotated[
+    bool,
+    typer.Option(
+        "--pii",
+        help="Also look for personal data (email, phone, card numbers, US SSN, IBAN): "
+        "findings, --fail-on-violations, and redacted from every report.",
+    ),
+]
 FailOnViolationsOption = Annotated[
     bool,
     typer.Option(
@@ -560,6 +570,7 @@ def eval_command(
     fail_under: FailUnderOption = None,
     forbidden: ForbiddenOption = None,
     fail_on_violations: FailOnViolationsOption = False,
+    pii: PiiOption = False,
     workers: Annotated[
         int,
         typer.Option(
@@ -600,6 +611,7 @@ def eval_command(
     --trace-key): each trace is then scored against its own gold (one gold file for all, a
     JSON Lines gold keyed by trace id, or a directory of gold files)."""
     set_max_value_bytes(max_value_bytes)
+    use_pii(pii)
     opts = EvalOptions(
         gold=gold_file,
         trace=trace_file,

@@ -18,7 +18,7 @@ from .calls import Batch, Finding, ToolCall
 from .checks._base import BaseCheck, State
 from .columns import Columns
 from .errors import InputError
-from .redact import redact_findings
+from .redact import active_pii, redact_findings
 
 __all__ = [
     "MAX_KEPT_FINDINGS",
@@ -100,7 +100,7 @@ class Pipeline:
         self.error: InputError | None = None
         self.finished = False
         self.on_finding = on_finding
-        self.redact_pii: frozenset[str] = frozenset()
+        self.redact_pii: frozenset[str] = active_pii()
         """Personal-data kinds redacted from findings too (see :func:`redact_findings`)."""
         self.on_calls = on_calls
         self._waiting: dict[int, ToolCall] = {}

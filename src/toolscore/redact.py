@@ -57,6 +57,7 @@ __all__ = [
     "PREFILTER_SCAN_RE",
     "PRIVATE_KEY_PREVIEW",
     "SecretMatch",
+    "active_pii",
     "iter_strings",
     "iter_texts",
     "may_contain_secret",
@@ -69,6 +70,7 @@ __all__ = [
     "redact_secrets",
     "redact_value",
     "scan_text",
+    "use_pii",
 ]
 
 # Where a key may start: not inside a word (Toolscore's \b), but after a percent escape or an
@@ -409,13 +411,28 @@ _PII_SCOPE: ContextVar[frozenset[str]] = ContextVar("toolscore_pii_redaction", d
 @contextmanager
 def pii_redaction(pii: bool | Iterable[str] | None) -> Iterator[frozenset[str]]:
     """Within the block, :func:`redact_secrets` (and everything printed through it) also
-    redacts the personal-data kinds ``pii`` (see :func:`pii_kinds`)."""
-    kinds = pii_kinds(pii)
+    redacts the personal-data kinds ``pii`` (see :func:`pii_kinds`), and the credential scan
+    looks for them; ``None`` keeps those of the enclosing block."""
+    kinds = _PII_SCOPE.get() if pii is None else pii_kinds(pii)
     token = _PII_SCOPE.set(kinds)
     try:
         yield kinds
     finally:
         _PII_SCOPE.reset(token)
+
+
+def use_pii(pii: bool | Iterable[str] | None) -> frozenset[str]:
+    """From now on in this context (a command's run), look for and redact the personal-data
+    kinds ``pii`` too (see :func:`pii_redaction` for a block)."""
+    kinds = pii_kinds(pii)
+    _PII_SCOPE.set(kinds)
+    return kinds
+
+
+def active_pii() -> frozenset[str]:
+    """The personal-data kinds of the enclosing :func:`pii_redaction` block or
+    :func:`use_pii` (empty: none)."""
+    return _PII_SCOPE.get()
 
 
 def may_contain_secret(text: str | bytes) -> bool:

@@ -304,9 +304,9 @@ class EvaluationResult:
         """Toolscore's "Behavior and safety" lines as ``(severity, message)`` pairs.
 
         Policy violations, hard-rule violations, forbidden rules that timed out on a call
-        (``warning``), the match modes passed (``info``), then credentials, then the
-        failed-calls and retry warnings, then the findings of the user's checks (those kept).
-        Call numbers are 1-based.
+        (``warning``), the match modes passed (``info``), then credentials and personal data
+        (with ``pii=``), then the failed-calls and retry warnings, then the findings of the
+        user's checks (those kept). Call numbers are 1-based.
         """
         metrics = self.metrics
         out: list[tuple[str, str]] = []
@@ -332,6 +332,14 @@ class EvaluationResult:
                 (
                     "error",
                     f"call {s['index'] + 1} {s['tool']} passes a credential ({s['kind']}) "
+                    f"in '{s['path']}': {s['preview']}",
+                )
+            )
+        for s in (metrics.get("security_metrics") or {}).get("pii") or []:  # with pii=
+            out.append(
+                (
+                    "error",
+                    f"call {s['index'] + 1} {s['tool']} passes personal data ({s['kind']}) "
                     f"in '{s['path']}': {s['preview']}",
                 )
             )

@@ -32,6 +32,7 @@ from ..calls import Batch, Finding, Location, ToolCall
 from ..redact import (
     PII_KINDS,
     PREFILTER_SCAN,
+    active_pii,
     iter_texts,
     may_contain_secret,
     pii_kinds,
@@ -220,8 +221,9 @@ class SecretsCheck(BaseCheck):
     mergeable = True
 
     def __init__(self, pii: bool | Iterable[str] | None = None) -> None:
-        self.pii_kinds = pii_kinds(pii)
-        """The personal-data kinds looked for (empty: none)."""
+        self.pii_kinds = active_pii() if pii is None else pii_kinds(pii)
+        """The personal-data kinds looked for (empty: none; by default those of the enclosing
+        :func:`~toolscore.redact.pii_redaction` block)."""
         self.secrets: list[dict[str, Any]] = []
         self.pii: list[dict[str, Any]] = []
         self.calls = 0
