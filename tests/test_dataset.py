@@ -571,3 +571,13 @@ def test_bundled_dataset_example() -> None:
     assert rows[1] == (pytest.approx(7 / 9), pytest.approx(7 / 9))
     assert rows[2] == (pytest.approx(1.0), pytest.approx(5 / 9))
     assert rows[3] == (pytest.approx(1.0), pytest.approx(1 / 3))
+
+
+def test_cli_refuses_an_output_that_is_an_input(
+    tmp_path: Path, generated: tuple[Path, Path]
+) -> None:
+    gold, traces = generated
+    before = traces.read_bytes()
+    proc = run_cli("eval", str(gold), str(traces), "--per-trace", str(traces))
+    assert proc.returncode == 2 and "--per-trace" in proc.stderr
+    assert traces.read_bytes() == before

@@ -39,6 +39,7 @@ __all__ = [
     "RulesInput",
     "TraceSource",
     "evaluate",
+    "evaluate_batches",
     "evaluate_stream",
     "evaluate_trace",
 ]
@@ -334,6 +335,30 @@ def evaluate_trace(
             )
             finish_sync(pipeline)
         return pipeline_result(pipeline, gold, norm, include_extras=True)
+
+
+def evaluate_batches(
+    gold: GoldInput,
+    batches: Iterable[Batch],
+    *,
+    weights: Mapping[str, float] | None = None,
+    forbidden: RulesInput = None,
+    strict: bool = False,
+    on_calls: CallSink | None = None,
+) -> EvaluationResult:
+    """Score a trace that is already decoded into batches (a dataset's worker decodes each
+    trace with the decoder of its file's format, detected once per file).
+
+    The result is the one :func:`evaluate_trace` gives for the same batches.
+
+    Raises:
+        InputError: the batches start with an input error (no call read).
+    """
+    pipeline, gold_calls, norm = open_run(
+        gold, weights, forbidden, strict=strict, keep_calls=False, on_calls=on_calls
+    )
+    run_sync(pipeline, guard_first(batches))
+    return pipeline_result(pipeline, gold_calls, norm, include_extras=True)
 
 
 def _plan_parts(

@@ -154,10 +154,11 @@ def run_dataset(opts: Any, options: DatasetOptions) -> int:
     from .._exitcodes import Outcome, exit_code
     from ..cli import error_line, failure_status, parse_run_options
     from ..errors import ToolscoreError
+    from ..outputs import write_report
     from ..reports.console import make_console
     from ..verdict import parse_fail_under, passes
     from .records import PassCriterion
-    from .reports import render_html, render_markdown, summary_renderable, write_json, write_text
+    from .reports import render_html, render_markdown, summary_renderable, write_json
     from .run import evaluate_dataset
 
     ci = getattr(opts, "ci", None)
@@ -182,6 +183,20 @@ def run_dataset(opts: Any, options: DatasetOptions) -> int:
         all_calls=options.pass_all_calls,
         no_violations=options.pass_no_violations,
     )
+    from ..outputs import refuse_overlap
+
+    try:
+        refuse_overlap(
+            [("the gold", opts.gold), ("the traces", opts.trace), ("the rules", opts.forbidden)],
+            [
+                ("-o", opts.output),
+                ("--markdown", opts.markdown),
+                ("--html", opts.html),
+                ("--per-trace", options.per_trace),
+            ],
+        )
+    except ToolscoreError as exc:
+        return failure_status(exc)
     progress, on_progress = _progress()
     try:
         with progress:
@@ -208,9 +223,9 @@ def run_dataset(opts: Any, options: DatasetOptions) -> int:
     try:
         write_json(result, opts.output)
         if opts.markdown:
-            write_text(render_markdown(result), opts.markdown)
+            write_report(opts.markdown, render_markdown(result).encode("utf-8"))
         if opts.html:
-            write_text(render_html(result), opts.html)
+            write_report(opts.html, render_html(result).encode("utf-8"))
     except OSError as exc:
         error_line(f"cannot write a report: {exc}")
         return exit_code(Outcome(input_error=True))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import html
+import io
 import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -38,27 +39,45 @@ def _num(value: float | None) -> str:
 
 
 def write_json(result: DatasetResult, path: str) -> None:
-    """The aggregate, every task's pass@k/pass^k, the errors and the missing ids, as JSON."""
-    with open(path, "wb") as f:
-        head = {
-            "schema_version": "dataset-1",
-            "timestamp": datetime.now(timezone.utc).isoformat(),
-            "summary": result.summary(),
-            "problems": result.problems,
-            "errors": [
-                {k: getattr(r, k) for k in ("trace_id", "source", "line", "offset", "error")}
-                for r in result.errors
-            ],
-            "missing_gold": result.missing_gold,
-            "missing_trace": result.missing_trace,
-        }
-        text = orjson.dumps(head, option=orjson.OPT_INDENT_2)
-        f.write(text[:-2] + b',\n  "tasks": [')
-        first = True
-        for task in result.tasks:
-            f.write((b"\n    " if first else b",\n    ") + orjson.dumps(task.to_json()))
-            first = False
-        f.write(b"\n  ]\n}\n")
+    """The aggregate, every task's pass@k/pass^k, the errors and the missing ids, as JSON
+    (streamed into a temporary file beside ``path``, then renamed onto it)."""
+    from ..outputs import write_report
+
+    if os.path.exists(path) and not os.path.isfile(path):  # a device or a pipe
+        with io.BytesIO() as buffer:
+            _json_into(result, buffer)
+            write_report(path, buffer.getvalue())
+        return
+    temp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.part")
+    try:
+        with open(temp, "wb") as f:
+            _json_into(result, f)
+        os.replace(temp, path)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def _json_into(result: DatasetResult, f: Any) -> None:
+    head = {
+        "schema_version": "dataset-1",
+        "timestamp": datetime.now(timezone.utc).isoformat(),
+        "summary": result.summary(),
+        "problems": result.problems,
+        "errors": [
+            {k: getattr(r, k) for k in ("trace_id", "source", "line", "offset", "error")}
+            for r in result.errors
+        ],
+        "missing_gold": result.missing_gold,
+        "missing_trace": result.missing_trace,
+    }
+    text = orjson.dumps(head, option=orjson.OPT_INDENT_2)
+    f.write(text[:-2] + b',\n  "tasks": [')
+    first = True
+    for task in result.tasks:
+        f.write((b"\n    " if first else b",\n    ") + orjson.dumps(task.to_json()))
+        first = False
+    f.write(b"\n  ]\n}\n")
 
 
 def _headline(result: DatasetResult) -> list[tuple[str, str]]:
@@ -314,10 +333,3 @@ def render_html(result: DatasetResult) -> str:
         parts += ["<h2>Input</h2><ul>"] + [f"<li>{esc(line)}</li>" for line in errors] + ["</ul>"]
     parts.append("</body></html>\n")
     return "".join(parts)
-
-
-def write_text(text: str, path: str) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -136,9 +137,14 @@ def evaluate_one(
     offset: int | None = None,
     line: int | None = None,
     order: tuple[int, int] = (0, 0),
+    decoder: Callable[[], Any] | None = None,
 ) -> TraceRecord:
-    """Evaluate one trace (bytes or a path) against its gold into a record."""
-    from ..api import evaluate_trace
+    """Evaluate one trace (bytes or a path) against its gold into a record.
+
+    With ``decoder`` (a factory of the file's decoder), the trace's bytes are decoded by it
+    directly: the format was detected once for the file, not once per trace.
+    """
+    from ..api import evaluate_batches, evaluate_trace
     from ..redact import redact_secrets
     from ..reports import secret_count
 
@@ -147,15 +153,26 @@ def evaluate_one(
         trace_id=trace_id, task=task, source=source, line=line, offset=offset, order=order
     )
     try:
-        result = evaluate_trace(
-            gold if gold is not None else [],
-            data,
-            format=cfg.format,
-            weights=cfg.weights,
-            forbidden=_rules(cfg.forbidden),
-            strict=cfg.strict,
-            on_calls=counter,
-        )
+        if decoder is not None and isinstance(data, io.BytesIO):
+            dec = decoder()
+            result = evaluate_batches(
+                gold if gold is not None else [],
+                [dec.feed(data.getvalue()), dec.close()],
+                weights=cfg.weights,
+                forbidden=_rules(cfg.forbidden),
+                strict=cfg.strict,
+                on_calls=counter,
+            )
+        else:
+            result = evaluate_trace(
+                gold if gold is not None else [],
+                data,
+                format=cfg.format,
+                weights=cfg.weights,
+                forbidden=_rules(cfg.forbidden),
+                strict=cfg.strict,
+                on_calls=counter,
+            )
     except (ToolscoreError, ValueError, OSError) as exc:
         record.status = "error"
         record.error = redact_secrets(_where(exc, source, linenos, line))
@@ -315,6 +332,7 @@ def _run_input(
         if grouped:
             return _run_grouped(f, ids, item, cfg, gold, tasks, records, part)
         lines_read = 0
+        fmt = _FileFormat(cfg, source)
         for got in contiguous_traces(f, ids, part.start, part.end):
             if isinstance(got, tuple):
                 lineno, offset, problem = got
@@ -323,7 +341,7 @@ def _run_input(
                 else:
                     lines_read = lineno
                 continue
-            _evaluate_trace(got, item, cfg, gold, tasks, records, part)
+            _evaluate_trace(got, item, cfg, gold, tasks, records, part, fmt)
     del position
     return lines_read
 
@@ -371,6 +389,45 @@ def _gold_or_error(
     return calls
 
 
+class _FileFormat:
+    """A multi-trace file's format, detected on its first trace and reused for the others
+    (detection samples the whole of a small trace: most of its cost when paid per trace)."""
+
+    def __init__(self, cfg: Config, source: str) -> None:
+        self.cfg = cfg
+        self.source = source
+        self.factory: Callable[[], Any] | None = None
+        self.decided = False
+
+    def decoder(self, data: bytes) -> Callable[[], Any] | None:
+        if self.decided:
+            return self.factory
+        if data.count(b"\n") < 2:
+            return None  # one line is read as a document: decide on a longer trace
+        self.decided = True
+        from ..errors import ToolscoreError
+        from ..sources.detect import detect, dialect_class
+        from ..sources.jsonl import JsonlDecoder
+
+        try:
+            found = detect(data, format=self.cfg.format, final=True, source=self.source)
+        except ToolscoreError:
+            return None  # each trace says what is wrong with it, through evaluate_trace
+        if found.layout != "jsonl":
+            return None
+        dialect = dialect_class(found.dialect)
+        source, description = self.source, found.description
+        named = self.cfg.format != "auto"
+
+        def make() -> Any:
+            decoder = JsonlDecoder(dialect(source), source, description)
+            decoder.empty_is_error = not named
+            return decoder
+
+        self.factory = make
+        return make
+
+
 def _evaluate_trace(
     trace: Trace,
     item: Input,
@@ -379,6 +436,7 @@ def _evaluate_trace(
     tasks: _Tasks,
     records: list[TraceRecord],
     part: Part,
+    fmt: _FileFormat | None = None,
 ) -> None:
     trace_id = trace.trace_id or ""
 
@@ -388,18 +446,20 @@ def _evaluate_trace(
     calls = _gold_or_error(gold, trace_id, None, item.url, records, order)
     if calls is False:
         return
+    data = b"".join(trace.lines)
     records.append(
         evaluate_one(
             cfg,
             trace_id,
             tasks.task(trace_id, trace.task),
-            io.BytesIO(b"".join(trace.lines)),
+            io.BytesIO(data),
             calls,  # type: ignore[arg-type]
             source=item.url,
             linenos=trace.linenos,
             line=trace.linenos[0] if trace.linenos else None,
             offset=trace.offset,
             order=order(),
+            decoder=None if fmt is None else fmt.decoder(data),
         )
     )
 
@@ -439,8 +499,9 @@ def _run_grouped(
             continue
         last = got[0]
         grouper.add(got[0], got[1], line, lineno, offset)
+    fmt = _FileFormat(cfg, item.url)
     for trace in grouper.traces():
-        _evaluate_trace(trace, item, cfg, gold, tasks, records, part)
+        _evaluate_trace(trace, item, cfg, gold, tasks, records, part, fmt)
     return lineno
 
 
