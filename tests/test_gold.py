@@ -43,7 +43,7 @@ def test_gold_errors(tmp_path: Path) -> None:
     assert info.value.path.endswith("missing.json")
     with pytest.raises(GoldFileError) as info:
         load_gold(write(tmp_path, '[\n  {"tool": "a"},\n  {"tool": }\n]'))
-    assert info.value.line == 3 and "invalid JSON" in str(info.value)
+    assert info.value.line == 3 and "not valid JSON" in str(info.value)
     assert str(info.value).startswith(f"{tmp_path / 'gold.json'}:3:")
     with pytest.raises(GoldFileError, match="must be a JSON array"):
         load_gold(write(tmp_path, {"tool": "a"}))
@@ -53,7 +53,7 @@ def test_gold_errors(tmp_path: Path) -> None:
         load_gold(write(tmp_path, [{"tool": {"name": "a"}}]))
     path = tmp_path / "bad.json"
     path.write_bytes(b'[{"tool": "\xff"}]')
-    with pytest.raises(GoldFileError, match="invalid UTF-8"):
+    with pytest.raises(GoldFileError, match="not UTF-8 text"):
         load_gold(path)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from _cli import EXAMPLE, cli_env, run_cli
+from _mounts import tiny_tmpfs
 
 
 @pytest.fixture
@@ -171,22 +172,8 @@ def test_no_space_names_the_users_path(example: Path) -> None:
     assert list(temp.iterdir()) == []  # the report built in the temporary directory is gone
 
 
-def _tiny_tmpfs(path: Path) -> bool:
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        return False
-    path.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(path)],
-        capture_output=True, check=False,
-    )  # fmt: skip
-    return done.returncode == 0
-
-
 def test_a_full_file_system_names_the_users_path(tmp_path: Path) -> None:
-    mount = tmp_path / "small"
-    if not _tiny_tmpfs(mount):
-        pytest.skip("needs root and a tmpfs mount")
-    try:
+    with tiny_tmpfs(tmp_path / "small") as mount:
         gold = tmp_path / "gold.json"
         gold.write_text('[{"tool": "a"}]', encoding="utf-8")
         trace = tmp_path / "trace.jsonl"
@@ -197,8 +184,6 @@ def test_a_full_file_system_names_the_users_path(tmp_path: Path) -> None:
         assert f"{mount / 'r.json'}: No space left on device" in proc.stderr
         assert ".part" not in proc.stderr
         assert os.listdir(mount) == []
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
 
 
 def test_an_unprivileged_user_writes_to_dev_null_and_stdout() -> None:

@@ -324,7 +324,8 @@ def run_watch(opts: WatchOptions) -> int:
     """Run ``toolscore watch`` to the end of input (or a signal) and return the exit status."""
     import anyio
 
-    from .cli import EvalOptions, error_line, failure_status, final_status, parse_run_options
+    from ._cliutil import error_line, failure_status, parse_run_options
+    from .cli import EvalOptions, final_status
     from .errors import ToolscoreError
     from .outputs import refuse_overlap
     from .reports.console import make_console
@@ -396,7 +397,7 @@ def watch_command(
     pii: PiiOption = False,
 ) -> None:
     """Evaluate a trace live: print each finding as its call arrives, then the summary."""
-    from .cli import error_line
+    from ._cliutil import error_line
     from .redact import use_pii
 
     use_pii(pii)

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> tuple[ActionRun, int]:
     threshold = None if not args.fail_under else parse_fail_under(args.fail_under)
     weights = None
     if args.weight:
-        from .cli import parse_weights
+        from ._cliutil import parse_weights
 
         weights = parse_weights(args.weight)
     baseline = load_baseline(args.baseline) if args.baseline else None

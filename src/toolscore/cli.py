@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import typer.main
 
+from ._cliutil import error_line, failure_status, os_error_text, parse_run_options, parse_weights
 from ._exitcodes import EXIT_ERROR, Outcome, exit_code
 from .dataset import cli as dataset_cli
 from .limits import DEFAULT_MAX_VALUE_BYTES, ensure_recursion_limit, set_max_value_bytes
@@ -66,37 +67,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-
-
-def error_line(message: str) -> None:
-    """Print ``toolscore: error: {message}`` (redacted, on one line) to stderr."""
-    from .sanitize import shown
-
-    text = shown(message)
-    sys.stderr.write(f"toolscore: error: {text}\n")
-    sys.stderr.flush()
-
-
-def parse_weights(items: list[str]) -> dict[str, float] | None:
-    """Parse repeated ``--weight NAME=VALUE`` options (``None`` when none were given).
-
-    Only the form is checked here; names and values are checked by the evaluation.
-
-    Raises:
-        ValueError: an item is not ``NAME=VALUE`` with a number as value.
-    """
-    if not items:
-        return None
-    weights: dict[str, float] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            if not sep or not name.strip():
-                raise ValueError
-            weights[name.strip()] = float(value)
-        except ValueError:
-            raise ValueError(f"--weight: expected NAME=VALUE, got {item!r}") from None
-    return weights
 
 
 @dataclass
@@ -322,7 +292,7 @@ def run_eval(opts: EvalOptions) -> int:
 
             write_markdown(result, opts.markdown)
     except OSError as exc:
-        error_line(f"cannot write a report: {_os_error(exc)}")
+        error_line(f"cannot write a report: {os_error_text(exc)}")
         return EXIT_ERROR
 
     console = _print_summary(result, opts)
@@ -342,7 +312,7 @@ def run_eval(opts: EvalOptions) -> int:
                 console=console,
             )
         except OSError as exc:
-            error_line(f"cannot write a report: {_os_error(exc)}")
+            error_line(f"cannot write a report: {os_error_text(exc)}")
             return EXIT_ERROR
     return final_status(result, opts, threshold, regression=regression)
 
@@ -369,34 +339,6 @@ def eval_paths(
         ("--save-baseline", opts.ci.save_baseline),
     ]
     return inputs, outputs
-
-
-def parse_run_options(
-    weight_items: list[str], fail_under: str | None
-) -> tuple[dict[str, float] | None, float | str | None] | int:
-    """Parse ``--weight`` and ``--fail-under``; an exit status (after the error line) if bad."""
-    from .verdict import parse_fail_under
-
-    try:
-        weights = parse_weights(weight_items)
-        threshold = None if fail_under is None else parse_fail_under(fail_under)
-    except ValueError as exc:
-        error_line(str(exc))
-        return exit_code(Outcome(usage_error=True))
-    return weights, threshold
-
-
-def failure_status(exc: BaseException) -> int:
-    """Print the one error line for an error raised before a result exists; its exit status."""
-    from .errors import InputError
-
-    if isinstance(exc, OSError):
-        error_line(_os_error(exc))
-        return exit_code(Outcome(input_error=True))
-    error_line(str(exc))
-    if isinstance(exc, InputError):
-        return exit_code(Outcome(input_error=True))
-    return exit_code(Outcome(usage_error=True))
 
 
 def final_status(
@@ -441,12 +383,6 @@ def print_notes(console: Any, result: Any) -> None:
     for note in getattr(result, "notes", ()):
         console.print(Text(f"NOTE {shown(note)}", style="yellow"))
         console.print()
-
-
-def _os_error(exc: OSError) -> str:
-    if exc.filename is not None and exc.strerror:
-        return f"{exc.filename}: {exc.strerror}"
-    return str(exc)
 
 
 def _print_summary(result: ReportResult, opts: EvalOptions) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .calls import ToolCall
 from .errors import GoldFileError, UsageError
-from .jsonfile import check_depth, loads, with_position
+from .jsonfile import read_json, with_position
 
 __all__ = ["calls_from_dicts", "gold_from_dicts", "load_gold", "side_effect_note"]
 
@@ -47,27 +47,7 @@ def load_gold(path: str | os.PathLike[str]) -> list[ToolCall]:
             neither an object nor null); the message names the line and the JSON path.
     """
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise GoldFileError(str(name), "Gold standard file not found") from None
-    except OSError as exc:
-        raise GoldFileError(str(name), f"cannot read the gold file: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise GoldFileError(str(name), "invalid UTF-8", offset=exc.start) from None
-    check_depth(text, str(name), GoldFileError)
-    try:
-        data = loads(text)
-    except json.JSONDecodeError as exc:
-        raise GoldFileError(
-            str(name),
-            f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-            line=exc.lineno,
-            offset=exc.pos,
-        ) from None
+    data, text = read_json(name, "gold file", GoldFileError)
     at: tuple[str | int, ...] = ()
     if isinstance(data, dict) and isinstance(data.get("calls"), list):
         data = data["calls"]

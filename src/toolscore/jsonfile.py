@@ -18,7 +18,15 @@ from typing import Any
 from .errors import InputError
 from .limits import MAX_DEPTH, ensure_recursion_limit
 
-__all__ = ["MAX_DEPTH", "check_depth", "json_path", "loads", "locate", "with_position"]
+__all__ = [
+    "MAX_DEPTH",
+    "check_depth",
+    "json_path",
+    "loads",
+    "locate",
+    "read_json",
+    "with_position",
+]
 
 _BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.DOTALL)
@@ -156,3 +164,33 @@ def with_position(exc: InputError, text: str, path: JsonPath | None) -> InputErr
         located = type(exc)(exc.path, problem, line=line, offset=offset)
     located.json_path = tuple(path)
     return located
+
+
+def read_json(name: str, what: str, error: type[InputError]) -> tuple[Any, str]:
+    """Read a small JSON file whole (a gold or rule file, never a trace): its value and text.
+
+    Raises:
+        error: the file cannot be read, is not UTF-8, nests deeper than :data:`MAX_DEPTH`,
+            or is not JSON; the message says which ``what`` and where (line or byte).
+    """
+    try:
+        with open(name, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise error(name, f"cannot read the {what}: file not found") from None
+    except OSError as exc:
+        raise error(name, f"cannot read the {what}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(name, f"not UTF-8 text ({exc.reason})", offset=exc.start) from None
+    check_depth(text, name, error)
+    try:
+        return loads(text), text
+    except json.JSONDecodeError as exc:
+        raise error(
+            name,
+            f"not valid JSON: {exc.msg} (column {exc.colno})",
+            line=exc.lineno,
+            offset=exc.pos,
+        ) from None

@@ -17,7 +17,6 @@ naming the rule's 0-based index. Multi-key dicts stay literal, as in Toolscore.
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
@@ -25,7 +24,7 @@ from typing import Any
 
 from .calls import ToolCall
 from .errors import RuleFileError
-from .jsonfile import check_depth, loads, with_position
+from .jsonfile import read_json, with_position
 from .matchers import (
     Contains,
     Matcher,
@@ -187,22 +186,7 @@ def load_forbidden_rules(path: str | os.PathLike[str]) -> list[Rule]:
             file, the line (and for a bad rule its JSON path, ``$[3].args``).
     """
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise RuleFileError(name, f"cannot read the rule file: {exc.strerror or exc}") from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise RuleFileError(name, f"not UTF-8 text ({exc.reason})", offset=exc.start) from exc
-    check_depth(text, name, RuleFileError)
-    try:
-        data = loads(text)
-    except json.JSONDecodeError as exc:
-        raise RuleFileError(
-            name, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
-        ) from exc
+    data, text = read_json(name, "rule file", RuleFileError)
     try:
         return rules_from_json(data, name)
     except RuleFileError as exc:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from _results import guardrails_metrics, make_result
 
+from _mounts import tiny_tmpfs
 from toolscore.calls import Finding, ToolCall
 from toolscore.columns import ListColumns
 from toolscore.errors import TruncatedTrace
@@ -158,7 +159,7 @@ def test_spool_memory_is_flat() -> None:
         assert spool.count == 21_000
     assert held < 100_000  # nothing kept per call
     # the peak is a few batches (the one being encoded, those queued), however many
-    queued = report_json._QUEUED // 2
+    queued = report_json.MAX_QUEUED // 2
     assert forty_batches < one_batch * (1 + queued) * 1.2 + 100_000
 
 
@@ -239,20 +240,20 @@ class _FailingFile:
 
 def test_writer_thread_keeps_order_and_starts_at_the_first_write(tmp_path: Path) -> None:
     with open(tmp_path / "out", "w+b") as fh:
-        writer = report_json._Writer(fh)
-        assert writer._thread is None  # nothing started before a write: safe to fork
+        writer = report_json.BackgroundWriter(fh)
+        assert not writer.running  # nothing started before a write: safe to fork
         for i in range(200):
             writer.write(b"%d," % i)
         writer.drain()
         writer.stop()
-        assert writer._thread is None
+        assert not writer.running
     text = (tmp_path / "out").read_bytes()
     assert text == b"".join(b"%d," % i for i in range(200))
 
 
 def test_writer_thread_error_reaches_the_caller() -> None:
     target = _FailingFile(ok=3)
-    writer = report_json._Writer(target)  # type: ignore[arg-type]
+    writer = report_json.BackgroundWriter(target)  # type: ignore[arg-type]
     for i in range(3):
         writer.write(b"x%d" % i)
     writer.drain()  # the three that fit
@@ -266,14 +267,13 @@ def test_writer_thread_error_reaches_the_caller() -> None:
 
 
 def test_full_disk_while_the_report_is_written_is_one_clear_error(tmp_path: Path) -> None:
-    report = JsonReport(tmp_path / "out.json")
-    report._writer = report_json._Writer(_FailingFile(ok=0))  # type: ignore[arg-type]
-    with report:
-        report(trace_calls(5))
-        with pytest.raises(OSError, match="No space left"):
-            report.finish(make_result())
-    assert not (tmp_path / "out.json").exists()
-    assert list(tmp_path.iterdir()) == []  # the unfinished report is removed
+    with tiny_tmpfs(tmp_path / "small") as mount:
+        report = JsonReport(mount / "out.json")
+        with report:
+            report(trace_calls(2000))  # about 1 MB of records on a 64 KiB file system
+            with pytest.raises(OSError, match="No space left"):
+                report.finish(make_result())
+        assert list(mount.iterdir()) == []  # the unfinished report is removed
 
 
 def test_writer_thread_survives_an_unexpected_error() -> None:
@@ -283,8 +283,8 @@ def test_writer_thread_survives_an_unexpected_error() -> None:
         def write(self, data: bytes | memoryview) -> int:
             raise ValueError("I/O operation on closed file")
 
-    writer = report_json._Writer(Closed())  # type: ignore[arg-type]
-    for _ in range(report_json._QUEUED * 3):
+    writer = report_json.BackgroundWriter(Closed())  # type: ignore[arg-type]
+    for _ in range(report_json.MAX_QUEUED * 3):
         try:
             writer.write(b"x")
         except ValueError:

@@ -151,8 +151,8 @@ def run_dataset(opts: Any, options: DatasetOptions) -> int:
 
     ``opts`` is the command's :class:`toolscore.cli.EvalOptions`.
     """
+    from .._cliutil import error_line, failure_status, parse_run_options
     from .._exitcodes import Outcome, exit_code
-    from ..cli import error_line, failure_status, parse_run_options
     from ..errors import ToolscoreError
     from ..outputs import write_report
     from ..reports.console import make_console

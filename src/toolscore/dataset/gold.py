@@ -121,9 +121,9 @@ def build_gold(
 
 
 def _url_is_dir(url: str, options: dict[str, Any]) -> bool:
-    from .inputs import _fs
+    from .inputs import open_fs
 
-    fs, path = _fs(url, options)
+    fs, path = open_fs(url, options)
     return bool(fs.isdir(path))
 
 

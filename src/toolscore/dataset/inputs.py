@@ -41,6 +41,7 @@ __all__ = [
     "Trace",
     "is_url",
     "list_inputs",
+    "open_fs",
     "open_input",
     "plan_parts",
     "trace_name",
@@ -78,7 +79,7 @@ def is_url(path: str) -> bool:
     return "://" in path
 
 
-def _fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
+def open_fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
     try:
         from fsspec.core import url_to_fs
     except ImportError:  # pragma: no cover - depends on the extras installed
@@ -130,7 +131,7 @@ def list_inputs(traces: str, storage_options: dict[str, Any] | None = None) -> l
     options = storage_options or {}
     found: list[Input] = []
     if is_url(traces):
-        fs, path = _fs(traces, options)
+        fs, path = open_fs(traces, options)
         protocol = traces.split("://", 1)[0]
         if _glob_chars(path):
             infos = fs.glob(path, detail=True)
@@ -183,7 +184,7 @@ def list_inputs(traces: str, storage_options: dict[str, Any] | None = None) -> l
 def open_input(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:
     """A binary file for ``url`` (seekable; not decompressed)."""
     if is_url(url):
-        fs, path = _fs(url, storage_options or {})
+        fs, path = open_fs(url, storage_options or {})
         f: IO[bytes] = fs.open(path, "rb", block_size=4 * 1024 * 1024)
         return f
     return open(url, "rb")

@@ -451,11 +451,11 @@ class ToolSchemas:
         if isinstance(data, ToolSchemas):
             return data
         if isinstance(data, (str, os.PathLike)):
-            from .spec import _read_json
+            from ..jsonfile import read_json
 
             base = os.path.dirname(path) if path and not path.startswith("<") else ""
             name = os.path.join(base, os.fspath(data))
-            return cls.from_definitions(_read_json(name, "schema file"), name)
+            return cls.from_definitions(read_json(name, "schema file", RuleFileError)[0], name)
         try:
             pairs = tool_definitions(data)
         except ValueError as exc:

@@ -28,7 +28,6 @@ Python takes the same shapes (``evaluate(..., rules={...})``), with matchers whe
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,7 +36,7 @@ from itertools import pairwise
 from typing import Any, Literal, cast
 
 from ..errors import RuleFileError
-from ..jsonfile import check_depth, loads, with_position
+from ..jsonfile import read_json, with_position
 from ..rules import Rule, rules_from_json, rules_from_python
 
 __all__ = [
@@ -494,25 +493,6 @@ def ruleset_from_json(data: Any, path: str = _DEFAULT) -> RuleSet:
     return ruleset(data, path, python=False)
 
 
-def _read_json(name: str, what: str) -> Any:
-    try:
-        with open(name, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise RuleFileError(name, f"cannot read the {what}: {exc.strerror or exc}") from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise RuleFileError(name, f"not UTF-8 text ({exc.reason})", offset=exc.start) from exc
-    check_depth(text, name, RuleFileError)
-    try:
-        return loads(text)
-    except json.JSONDecodeError as exc:
-        raise RuleFileError(
-            name, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
-        ) from exc
-
-
 def load_rules(path: str | os.PathLike[str]) -> RuleSet:
     """Read a rule file: a list of forbidden rules, or a rule object.
 
@@ -521,14 +501,12 @@ def load_rules(path: str | os.PathLike[str]) -> RuleSet:
             the rule and, for bad JSON, the line).
     """
     name = os.fspath(path)
-    data = _read_json(name, "rule file")
+    data, text = read_json(name, "rule file", RuleFileError)
     try:
         return ruleset_from_json(data, name)
     except RuleFileError as exc:  # a forbidden rule's error names its line
         if exc.json_path is None:
             raise
-        with open(name, "rb") as f:
-            text = f.read().decode("utf-8-sig")
         raise with_position(exc, text, exc.json_path) from exc
 
 
@@ -541,7 +519,7 @@ def load_gold_rules(path: str | os.PathLike[str]) -> RuleSet | None:
     """
     name = os.fspath(path)
     try:
-        data = _read_json(name, "gold file")
+        data = read_json(name, "gold file", RuleFileError)[0]
     except RuleFileError:
         return None
     if not isinstance(data, Mapping):

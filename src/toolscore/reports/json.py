@@ -34,13 +34,22 @@ from ..outputs import file_mode, open_stream, resolve_output, user_os_error
 from ..result import expected_record, json_safe
 from . import ReportResult, failed_calls, rule_violation_count, secret_count
 
-__all__ = ["CallSpool", "FindingSpool", "JsonReport", "dumps", "summary", "write_json_report"]
+__all__ = [
+    "MAX_QUEUED",
+    "BackgroundWriter",
+    "CallSpool",
+    "FindingSpool",
+    "JsonReport",
+    "dumps",
+    "summary",
+    "write_json_report",
+]
 
 _Self = TypeVar("_Self", bound="_Closing")
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 _CHUNK = 1 << 20
-_QUEUED = 4
-"""Writes queued for a :class:`_Writer` at most (a batch makes two: its records and a
+MAX_QUEUED = 4
+"""Writes queued for a :class:`BackgroundWriter` at most (a batch makes two: its records and a
 separator; a batch's records are a few hundred KB)."""
 _OWN_KEYS = frozenset({"timestamp", "summary", "findings"})
 
@@ -87,10 +96,10 @@ class _Closing:
         self.close()
 
 
-class _Writer:
+class BackgroundWriter:
     """Appends to a file from a thread of its own, so that the kernel's share of a write
     (copying into the page cache, faulting its pages in) runs beside the reading instead of
-    after it: ``write()`` waits only when :data:`_QUEUED` writes are already queued, which
+    after it: ``write()`` waits only when :data:`MAX_QUEUED` writes are already queued, which
     bounds the memory held.
 
     The thread starts at the first write, not before: a trace read in parts forks its
@@ -103,9 +112,14 @@ class _Writer:
         self.file = file
         self.name = name
         """The path an error names (the user's report, not the temporary file)."""
-        self._queue: queue.Queue[bytes | memoryview | None] = queue.Queue(_QUEUED)
+        self._queue: queue.Queue[bytes | memoryview | None] = queue.Queue(MAX_QUEUED)
         self._thread: threading.Thread | None = None
         self._error: Exception | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread is running (it starts at the first write, ends at :meth:`stop`)."""
+        return self._thread is not None
 
     def write(self, data: bytes | memoryview) -> None:
         if self._error is not None:
@@ -166,7 +180,7 @@ class _LineSpool(_Closing):
         self._file: IO[bytes] = (
             tempfile.TemporaryFile(dir=directory) if path is None else open(path, "w+b")
         )
-        self._writer = _Writer(self._file)
+        self._writer = BackgroundWriter(self._file)
         self._files_in_order: list[IO[bytes]] = [self._file]
         """The spool's own files and the adopted ones, in record order."""
         self._adopted = False
@@ -181,7 +195,7 @@ class _LineSpool(_Closing):
         if self._adopted:
             self._writer.stop()
             self._file = tempfile.TemporaryFile(dir=self.directory)
-            self._writer = _Writer(self._file)
+            self._writer = BackgroundWriter(self._file)
             self._files_in_order.append(self._file)
             self._adopted = False
         self._writer.write(data)
@@ -395,7 +409,7 @@ class JsonReport(_Closing):
         self._out.write(b',\n    "actual": [\n      ')
         self._start = self._out.tell()
         """Where the calls begin."""
-        self._writer = _Writer(self._out, self.path)
+        self._writer = BackgroundWriter(self._out, self.path)
         """Writes the calls' records; :meth:`_wait` drains it before the file is touched."""
         self._done = False
         self._copies: list[threading.Thread] = []
