@@ -62,7 +62,7 @@ def mcp(depth: int) -> str:
     second = (
         '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "s", '
         '"arguments": {"q": %s}}}'
-    ) % nest(depth - 4)
+    ) % nest(depth - 3)
     return json.dumps(first) + "\n" + second + "\n"
 
 
@@ -77,19 +77,17 @@ def openai(depth: int) -> str:
 MAKERS = [custom_jsonl, custom_array, custom_calls, gemini, mcp, openai]
 
 
-@pytest.mark.parametrize(
-    "make", [custom_jsonl, custom_array, custom_calls, mcp, openai], ids=lambda f: f.__name__
-)
-def test_depth_limit(make: object, tmp_path: Path) -> None:
+@pytest.mark.parametrize("make", MAKERS, ids=lambda f: f.__name__)
+def test_depth_limit_is_exact(make: object, tmp_path: Path) -> None:
     path = tmp_path / "ok.json"
     path.write_text(make(MAX_DEPTH))  # type: ignore[operator]
     assert _problems(path) == []
     result = evaluate_trace([], path)  # every check and report walks the deep value
     assert json.dumps(result.to_dict())
     path = tmp_path / "deep.json"
-    path.write_text(make(MAX_DEPTH + 10))  # type: ignore[operator]
+    path.write_text(make(MAX_DEPTH + 1))  # type: ignore[operator]
     problems = _problems(path)
-    assert problems, "deeper than the limit must be an input problem"
+    assert problems, "one level too deep must be an input problem"
     assert all(f"nested deeper than {MAX_DEPTH:,} levels" in p for p in problems)
 
 

@@ -42,6 +42,7 @@ import msgspec
 __all__ = [
     "DECODE_LIMIT_EXACT",
     "DEFAULT_MAX_VALUE_BYTES",
+    "MARGIN",
     "MAX_DEPTH",
     "RECURSION_LIMIT",
     "bounded_depth",
@@ -52,6 +53,11 @@ __all__ = [
 
 MAX_DEPTH = 1000
 """The deepest nesting of arrays and objects read (the outermost container is level 1)."""
+
+MARGIN = 16
+"""Levels of slack in :func:`bounded_depth` where exactness matters: the C decoders' count of
+their nesting can be off by a few levels, so a decode is first held :data:`MARGIN` levels
+below the limit and a refused text is measured exactly (``sources._depth.decode_checked``)."""
 
 DEFAULT_MAX_VALUE_BYTES = 64 << 20
 """The default of :func:`max_value_bytes`: 64 MiB."""

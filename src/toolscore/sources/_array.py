@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import msgspec
 
 from ..calls import Batch
-from ..limits import MAX_DEPTH, bounded_depth, max_value_bytes
+from ..limits import MARGIN, MAX_DEPTH, bounded_depth, max_value_bytes
 from ._base import Dialect
+from ._depth import TooDeep, decode_checked
 from ._document import DocumentDecoder
 from ._ijson import ItemParser
 
@@ -51,6 +53,10 @@ _WHITESPACE = b" \t\r\n"
 _RETRIES = 4
 """Earlier cuts tried when a run does not decode, before ijson takes over."""
 _decode = msgspec.json.Decoder().decode
+
+
+def _json_loads(text: bytes) -> Any:
+    return json.loads(text.decode("utf-8"))
 
 
 def suits(prefix: str, head: bytes) -> bool:
@@ -163,7 +169,7 @@ class ArrayDecoder(DocumentDecoder):
             self._to_ijson(out)  # items that are not objects: ijson reads them
             return False
         try:
-            with bounded_depth(self._levels):
+            with bounded_depth(self._levels - MARGIN):
                 _decode(buf[first:])
         except RecursionError:
             self._to_ijson(out)  # too deep: ijson's guard says where
@@ -236,15 +242,13 @@ class ArrayDecoder(DocumentDecoder):
                 out.block = block
                 return True
         try:
-            with bounded_depth(self._levels):
-                items = _decode(text)
-        except RecursionError:
-            return False
+            items = decode_checked(_decode, text, self._levels)
+        except TooDeep:
+            return False  # ijson's guard says where
         except msgspec.DecodeError:
             try:  # what msgspec rejects and json reads: NaN, lone surrogates
-                with bounded_depth(self._levels, kind="json"):
-                    items = json.loads(text.decode("utf-8"))
-            except (ValueError, RecursionError):
+                items = decode_checked(_json_loads, text, self._levels, "json")
+            except (ValueError, TooDeep):
                 return False
         location = self._location
         for obj in items:

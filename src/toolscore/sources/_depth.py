@@ -17,11 +17,16 @@ JSON may be misread after their position, but the parser stops there anyway.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from itertools import accumulate
+from typing import TypeVar
 
-from ..limits import MAX_DEPTH
+from ..limits import MARGIN, MAX_DEPTH, bounded_depth
 
-__all__ = ["DepthGuard"]
+__all__ = ["DepthGuard", "TooDeep", "decode_checked"]
+
+T = TypeVar("T")
+D = TypeVar("D", bound="bytes | str")
 
 _DELETE = bytes(range(256)).translate(None, b'"[]{}')
 _DELTA = [0] * 256
@@ -168,3 +173,39 @@ class DepthGuard:
         self._escape = escape
         self._string_bytes = run
         return None
+
+
+class TooDeep(Exception):
+    """Raised by :func:`decode_checked`: the text nests deeper than allowed at ``index``."""
+
+    def __init__(self, index: int, problem: str) -> None:
+        super().__init__(problem)
+        self.index = index
+        self.problem = problem
+
+
+def decode_checked(
+    decode: Callable[[D], T], data: D, levels: int = MAX_DEPTH, kind: str = "msgspec"
+) -> T:
+    """``decode(data)`` for a whole JSON text ``data``, refusing nesting deeper than
+    ``levels`` exactly.
+
+    The decode runs under :class:`~toolscore.limits.bounded_depth` with a margin below
+    ``levels`` (msgspec's count of its nesting against the recursion limit can be off by a
+    few levels); only when that refuses is the text walked by :class:`DepthGuard`, and
+    decoded again with room to spare when it is in fact within ``levels``.
+
+    Raises:
+        TooDeep: the text nests deeper than ``levels`` (with the index where it does).
+    """
+    try:
+        with bounded_depth(levels - MARGIN, kind):
+            return decode(data)
+    except RecursionError:
+        pass
+    text = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    passed = DepthGuard(levels).feed(text)
+    if passed is not None:
+        raise TooDeep(*passed)
+    with bounded_depth(levels + MARGIN, kind):
+        return decode(data)

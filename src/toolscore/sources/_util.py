@@ -9,7 +9,8 @@ import msgspec
 
 from ..calls import Finding, Location, Severity
 from ..errors import InputError
-from ..limits import MAX_DEPTH, bounded_depth
+from ..limits import MAX_DEPTH
+from ._depth import TooDeep, decode_checked
 
 __all__ = [
     "content_text",
@@ -35,14 +36,15 @@ def loads_lenient(data: bytes | str) -> Any:
     """
     try:
         try:
-            with bounded_depth():
-                return _decode(data)
+            return decode_checked(_decode, data)
         except msgspec.DecodeError:
-            text = data.decode("utf-8") if isinstance(data, bytes) else data
-            with bounded_depth(kind="json"):
-                return json.loads(text)
-    except RecursionError:
+            return decode_checked(_json_loads, data, kind="json")
+    except TooDeep:
         raise ValueError(f"nested deeper than {MAX_DEPTH:,} levels") from None
+
+
+def _json_loads(data: bytes | str) -> Any:
+    return json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
 
 
 _decode = msgspec.json.Decoder().decode

@@ -30,7 +30,7 @@ import msgspec
 
 from ..calls import Batch, Location, ToolCall
 from ..columns import Columns
-from ..limits import MAX_DEPTH, bounded_depth
+from ..limits import MARGIN, MAX_DEPTH, bounded_depth
 from ..records import CallRecord
 from ._base import Dialect
 from ._util import located_finding
@@ -300,7 +300,10 @@ class _FastReader:
             try:
                 items: list[Any] | None = []
                 decode = self._line.decode_lines if lines else self._array.decode
-                with bounded_depth(levels):
+                # A margin below the limit (msgspec's count can be off by a few levels; a
+                # value this deep is rare): the item path the caller falls back to holds
+                # the limit exactly.
+                with bounded_depth(levels - MARGIN):
                     for piece in pieces:
                         items += decode(piece)  # type: ignore[operator]
             except RecursionError:  # the item path says which line or byte

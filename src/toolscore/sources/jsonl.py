@@ -17,8 +17,9 @@ import msgspec
 
 from ..calls import Batch, Finding, Location
 from ..errors import FormatNotDetected, InputError
-from ..limits import MAX_DEPTH, bounded_depth, max_value_bytes
+from ..limits import MARGIN, MAX_DEPTH, bounded_depth, max_value_bytes
 from ._base import Dialect
+from ._depth import TooDeep, decode_checked
 from ._util import error_finding, input_finding, located_finding
 from .detect import not_detected_problem
 
@@ -26,6 +27,10 @@ __all__ = ["JsonlDecoder"]
 
 _decode = msgspec.json.Decoder().decode
 """One line's JSON: msgspec keeps integers beyond 64 bits, as :mod:`json` does."""
+
+
+def _json_loads(raw: bytes) -> Any:
+    return json.loads(raw.decode("utf-8"))
 
 
 class Decoder:
@@ -150,7 +155,7 @@ class JsonlDecoder(Decoder):
         limit = self._limit
         # Decode first, under the depth bound (msgspec counts its nesting against Python's
         # recursion limit); the dialect then reads the values with the usual limit.
-        with bounded_depth():
+        with bounded_depth(MAX_DEPTH - MARGIN):
             for raw in lines:
                 n += 1
                 if not raw or raw.isspace():
@@ -163,8 +168,11 @@ class JsonlDecoder(Decoder):
                     decoded.append((loads(raw), location))
                 except msgspec.DecodeError:
                     retry.append((raw, location))
-                except RecursionError:
-                    out.findings.append(_too_deep(location))
+                except RecursionError:  # near the limit: measured exactly
+                    try:
+                        decoded.append((decode_checked(loads, raw), location))
+                    except TooDeep:
+                        out.findings.append(_too_deep(location))
         self._line = n
         if retry:  # rare: keep the lines in order
             decoded = self._with_fallbacks(decoded, retry, out)
@@ -187,13 +195,12 @@ class JsonlDecoder(Decoder):
     def _fallback(self, raw: bytes, location: Location, out: Batch) -> tuple[bool, Any]:
         """Lines msgspec rejects: :mod:`json` takes NaN, huge numbers and lone surrogates."""
         try:
-            with bounded_depth(kind="json"):
-                return True, json.loads(raw.decode("utf-8"))
+            return True, decode_checked(_json_loads, raw, kind="json")
         except UnicodeDecodeError as exc:
             problem = f"invalid UTF-8 at column {exc.start + 1}"
         except json.JSONDecodeError as exc:
             problem = f"malformed JSON: {exc.msg} at column {exc.colno}"
-        except RecursionError:
+        except TooDeep:
             out.findings.append(_too_deep(location))
             return False, None
         out.findings.append(located_finding("malformed_line", problem, location))
@@ -221,16 +228,14 @@ class JsonlDecoder(Decoder):
                 n = self._line + 1
                 location = Location(self.source, n)
                 try:
-                    with bounded_depth():
-                        obj = _decode(raw)
-                except RecursionError:
+                    obj = decode_checked(_decode, raw)
+                except TooDeep:
                     out.findings.append(_too_deep(location))
                     return self._finish(out)
                 except msgspec.DecodeError:
                     try:
-                        with bounded_depth(kind="json"):
-                            obj = json.loads(raw.decode("utf-8"))
-                    except (ValueError, RecursionError):
+                        obj = decode_checked(_json_loads, raw, kind="json")
+                    except (ValueError, TooDeep):
                         out.findings.append(
                             located_finding(
                                 "truncated_line",
