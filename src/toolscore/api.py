@@ -18,6 +18,14 @@ from collections.abc import (
 )
 from typing import IO, TYPE_CHECKING, Any, Union
 
+from ._args import (
+    check_format,
+    check_gold,
+    check_rules,
+    check_stream_source,
+    check_trace_file,
+    check_workers,
+)
 from .calls import Batch, ToolCall
 from .checks._base import BaseCheck, user_checks
 from .checks.errors import errors_check
@@ -214,6 +222,8 @@ def evaluate(
         TypeError: ``expected`` is not a list.
         ValueError: a bad weight, or a malformed expected or actual call.
     """
+    forbidden = check_rules(forbidden, "forbidden")
+    rules = check_rules(rules, "rules")
     with pii_redaction(pii):
         norm = normalize_weights(weights)
         if not isinstance(expected, list):
@@ -301,6 +311,12 @@ def evaluate_trace(
         UsageError: a bad ``format`` or ``judge`` value.
         ValueError: a bad weight.
     """
+    gold_file = check_gold(gold_file)
+    trace_file = check_trace_file(trace_file)
+    format = check_format(format)
+    forbidden = check_rules(forbidden, "forbidden")
+    rules = check_rules(rules, "rules")
+    workers = check_workers(workers)
     with pii_redaction(pii):
         del validate_side_effects
         _no_judge(judge)
@@ -449,6 +465,11 @@ async def evaluate_stream(
     Raises:
         InputError: as :func:`evaluate_trace`, for errors before the first call.
     """
+    gold = check_gold(gold, "gold")
+    source = check_stream_source(source)
+    format = check_format(format)
+    forbidden = check_rules(forbidden, "forbidden")
+    rules = check_rules(rules, "rules")
     with pii_redaction(pii):
         pipeline, gold_calls, norm = open_run(
             gold,
