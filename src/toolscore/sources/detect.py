@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from ..errors import FormatNotDetected, UsageError
 from ._base import Dialect
+from ._depth import DepthGuard
 from ._ijson import sample_events
 from ._util import loads_lenient
 
@@ -343,6 +344,10 @@ def analyse(head: bytes, *, final: bool) -> Shape | None:
         The shape, or ``None`` when ``head`` is blank or does not start like JSON.
     """
     data = head[len(_BOM) :] if head.startswith(_BOM) else head
+    passed = DepthGuard().feed(data)
+    if passed is not None:  # judge by what comes before; the reader reports the depth
+        data = data[: passed[0]]
+        final = False
     start = len(data) - len(data.lstrip())
     if start == len(data):
         return None
@@ -378,7 +383,9 @@ def _keys_text(keys: list[str]) -> str:
     return shown if len(keys) <= 8 else f"{shown}, … ({len(keys)} keys)"
 
 
-def _value_text(value: Any, *, nested: bool = False) -> str:
+def _value_text(value: Any, *, nested: bool = False, depth: int = 0) -> str:
+    if depth > 4:
+        return "…"
     what = "an object" if nested else "a JSON object"
     if isinstance(value, dict):
         return f"{what} with keys {_keys_text(list(value))}" if value else f"an empty {what[2:]}"
@@ -386,7 +393,7 @@ def _value_text(value: Any, *, nested: bool = False) -> str:
         if not value:
             return "an empty array" if nested else "an empty JSON array"
         return f"{'an array' if nested else 'a JSON array'} whose first item is " + _value_text(
-            value[0], nested=True
+            value[0], nested=True, depth=depth + 1
         )
     if value is None:
         return "null"
