@@ -239,3 +239,17 @@ def test_guard_matches_a_byte_walk(chunk: int) -> None:
         assert (hit is None) == (limit >= 6), limit
         if hit is not None:
             assert text[hit : hit + 1] in (b"[", b"{")
+
+
+def test_watch_max_value_bytes_and_depth_on_a_pipe(tmp_path: Path) -> None:
+    trace = tmp_path / "big.jsonl"
+    trace.write_text(big_string_traces(2 << 20)["jsonl"])
+    base = [sys.executable, "-m", "toolscore", "watch"]
+    proc = subprocess.run(
+        [*base, str(trace), "--max-value-bytes", "1000000"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "over the value limit of 1,000,000 bytes" in proc.stderr
+    proc = subprocess.run(base, input=gemini(50_000), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert f":1: nested deeper than {MAX_DEPTH:,} levels (byte " in proc.stderr

@@ -44,6 +44,7 @@ from .cli import (
     PiiOption,
     WeightOption,
 )
+from .limits import DEFAULT_MAX_VALUE_BYTES, set_max_value_bytes
 
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
@@ -395,12 +396,22 @@ def watch_command(
     fail_under: FailUnderOption = None,
     weight: WeightOption = None,
     pii: PiiOption = False,
+    max_value_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-value-bytes",
+            min=1,
+            help="The largest JSON line, array item or string read whole (default 64 MiB).",
+        ),
+    ] = DEFAULT_MAX_VALUE_BYTES,
 ) -> None:
     """Evaluate a trace live: print each finding as its call arrives, then the summary."""
     from ._cliutil import error_line
     from .redact import use_pii
 
     use_pii(pii)
+    set_max_value_bytes(max_value_bytes)
+
     opts = WatchOptions(
         trace=trace,
         gold=gold,
