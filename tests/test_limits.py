@@ -5,6 +5,7 @@ limit are input errors that name their position, in every reader, sync and async
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -253,3 +254,35 @@ def test_watch_max_value_bytes_and_depth_on_a_pipe(tmp_path: Path) -> None:
     proc = subprocess.run(base, input=gemini(50_000), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert f":1: nested deeper than {MAX_DEPTH:,} levels (byte " in proc.stderr
+
+
+def test_the_byte_scanner_path_holds_the_same_limit(tmp_path: Path) -> None:
+    """Where the recursion limit does not bound the C decoders (Python 3.12+), every reader
+    measures deep texts with the byte scanner; TOOLSCORE_DEPTH_SCANNER=1 forces that path."""
+    script = (
+        "import sys, json\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from test_limits import MAKERS, _problems\n"
+        "from toolscore.limits import MAX_DEPTH, decode_limit_exact\n"
+        "from pathlib import Path\n"
+        "assert not decode_limit_exact()\n"
+        "out = {}\n"
+        "for make in MAKERS:\n"
+        "    p = Path(sys.argv[2]) / (make.__name__ + '.json')\n"
+        "    p.write_text(make(MAX_DEPTH)); ok = _problems(p)\n"
+        "    p.write_text(make(MAX_DEPTH + 1)); deep = _problems(p)\n"
+        "    out[make.__name__] = [ok, deep]\n"
+        "print(json.dumps(out))\n"
+    )
+    env = {**os.environ, "TOOLSCORE_DEPTH_SCANNER": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(Path(__file__).parent), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name, (ok, deep) in json.loads(proc.stdout).items():
+        assert ok == [], name
+        assert deep and f"nested deeper than {MAX_DEPTH:,} levels" in deep[0], name

@@ -19,7 +19,8 @@ bound (and keeps one prefix string per open level, so 100,000 levels cost gigaby
 input goes through :class:`~toolscore.sources._depth.DepthGuard`, an exact byte scanner.
 Where the interpreter's C decoders do not follow the recursion limit (Python 3.12 and later
 count C recursion separately), :data:`DECODE_LIMIT_EXACT` is False and the fast decoders'
-input goes through the byte scanner too.
+input goes through the byte scanner too (``TOOLSCORE_DEPTH_SCANNER=1`` in the environment
+chooses that everywhere).
 
 The checks and reports walk argument values recursively; :func:`ensure_recursion_limit`
 (called whenever a trace is opened) raises Python's recursion limit, never lowers it, so a
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sys
 import threading
@@ -46,6 +48,7 @@ __all__ = [
     "MAX_DEPTH",
     "RECURSION_LIMIT",
     "bounded_depth",
+    "decode_limit_exact",
     "ensure_recursion_limit",
     "max_value_bytes",
     "value_limit",
@@ -134,6 +137,15 @@ def _recursion_depth() -> int | None:
 _slack = {"msgspec": 0, "json": 0}
 
 
+def decode_limit_exact() -> bool:
+    """Whether :func:`bounded_depth` holds the C decoders to a depth on this interpreter
+    (found once, on first use); where it does not, readers measure deep texts with the byte
+    scanner before decoding them."""
+    if not _calibrated:
+        _calibrate()
+    return DECODE_LIMIT_EXACT
+
+
 class bounded_depth:
     """Within the block, C decoders (``kind``: ``msgspec`` or ``json``) refuse, with
     ``RecursionError``, values nested deeper than ``levels``. A no-op where that cannot be
@@ -175,6 +187,9 @@ def _calibrate() -> None:
     import machinery's own frames would skew the figure)."""
     global DECODE_LIMIT_EXACT, _calibrated
     _calibrated = True
+    if os.environ.get("TOOLSCORE_DEPTH_SCANNER") == "1":
+        DECODE_LIMIT_EXACT = False  # measure every deep text with the byte scanner
+        return
     found: list[bool] = []
     # In a thread of its own: the figure must not depend on the frames it is called from.
     thread = threading.Thread(target=lambda: found.append(_find_slack()))

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import TypeVar
 
-from ..limits import MARGIN, MAX_DEPTH, bounded_depth
+from ..limits import MARGIN, MAX_DEPTH, bounded_depth, decode_limit_exact
 
 __all__ = ["DepthGuard", "TooDeep", "decode_checked"]
 
@@ -198,11 +198,12 @@ def decode_checked(
     Raises:
         TooDeep: the text nests deeper than ``levels`` (with the index where it does).
     """
-    try:
-        with bounded_depth(levels - MARGIN, kind):
-            return decode(data)
-    except RecursionError:
-        pass
+    if decode_limit_exact():
+        try:
+            with bounded_depth(levels - MARGIN, kind):
+                return decode(data)
+        except RecursionError:
+            pass
     text = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     passed = DepthGuard(levels).feed(text)
     if passed is not None:

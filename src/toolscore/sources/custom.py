@@ -30,9 +30,10 @@ import msgspec
 
 from ..calls import Batch, Location, ToolCall
 from ..columns import Columns
-from ..limits import MARGIN, MAX_DEPTH, bounded_depth
+from ..limits import MARGIN, MAX_DEPTH, bounded_depth, decode_limit_exact
 from ..records import CallRecord
 from ._base import Dialect
+from ._depth import DepthGuard
 from ._util import located_finding
 from .detect import Shape
 
@@ -296,6 +297,10 @@ class _FastReader:
         None when they do not decode as plain calls, or nest deeper than ``levels``."""
         if self._failures >= _GIVE_UP_AFTER:
             return None
+        if not decode_limit_exact() and any(
+            DepthGuard(levels).feed(bytes(piece)) is not None for piece in pieces
+        ):
+            return None  # too deep: the item path says where
         while True:
             try:
                 items: list[Any] | None = []

@@ -17,7 +17,7 @@ import msgspec
 
 from ..calls import Batch, Finding, Location
 from ..errors import FormatNotDetected, InputError
-from ..limits import MARGIN, MAX_DEPTH, bounded_depth, max_value_bytes
+from ..limits import MARGIN, MAX_DEPTH, bounded_depth, decode_limit_exact, max_value_bytes
 from ._base import Dialect
 from ._depth import TooDeep, decode_checked
 from ._util import error_finding, input_finding, located_finding
@@ -31,6 +31,15 @@ _decode = msgspec.json.Decoder().decode
 
 def _json_loads(raw: bytes) -> Any:
     return json.loads(raw.decode("utf-8"))
+
+
+def _checked_decode(raw: bytes) -> Any:
+    """A line measured before it is decoded (where the recursion limit does not bound
+    msgspec's nesting): too deep is the RecursionError the exact path would raise."""
+    try:
+        return decode_checked(_decode, raw)
+    except TooDeep:
+        raise RecursionError from None
 
 
 class Decoder:
@@ -147,7 +156,7 @@ class JsonlDecoder(Decoder):
         return True
 
     def _decode(self, lines: list[bytes], out: Batch) -> None:
-        loads = _decode
+        loads: Any = _decode if decode_limit_exact() else _checked_decode
         source = self.source
         n = self._line
         decoded: list[tuple[Any, Location]] = []
