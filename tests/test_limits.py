@@ -286,3 +286,12 @@ def test_the_byte_scanner_path_holds_the_same_limit(tmp_path: Path) -> None:
     for name, (ok, deep) in json.loads(proc.stdout).items():
         assert ok == [], name
         assert deep and f"nested deeper than {MAX_DEPTH:,} levels" in deep[0], name
+
+
+def test_a_malformed_line_near_the_depth_limit_is_a_malformed_line(tmp_path: Path) -> None:
+    """Found by the fuzz tests: a line just under the limit with data after its value went
+    from the depth check's second decode straight out as msgspec.DecodeError."""
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"tool": "a"}\n' + nest(MAX_DEPTH - 5) + '][\n{"tool": "b"}\n')
+    problems = _problems(path)
+    assert len(problems) == 1 and "malformed JSON" in problems[0] and ":2:" in problems[0]

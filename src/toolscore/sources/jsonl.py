@@ -179,9 +179,11 @@ class JsonlDecoder(Decoder):
                     retry.append((raw, location))
                 except RecursionError:  # near the limit: measured exactly
                     try:
-                        decoded.append((decode_checked(loads, raw), location))
+                        decoded.append((decode_checked(_decode, raw), location))
                     except TooDeep:
                         out.findings.append(_too_deep(location))
+                    except msgspec.DecodeError:
+                        retry.append((raw, location))
         self._line = n
         if retry:  # rare: keep the lines in order
             decoded = self._with_fallbacks(decoded, retry, out)
