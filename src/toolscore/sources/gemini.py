@@ -169,7 +169,8 @@ def _is_content(value: Any) -> bool:
     parts = value.get("parts")
     if not isinstance(parts, list):
         return False
-    return value.get("role") in _ROLES or any(_is_part(p) for p in parts[:50])
+    role = value.get("role")
+    return (isinstance(role, str) and role in _ROLES) or any(_is_part(p) for p in parts[:50])
 
 
 def looks_like_gemini(value: Any) -> bool:

@@ -160,7 +160,8 @@ def _is_message(value: Any) -> bool:
         return False
     if "tool_calls" in value or "function_call" in value:
         return True
-    return value.get("role") in ROLES
+    role = value.get("role")
+    return isinstance(role, str) and role in ROLES
 
 
 def _is_decisive(value: Any) -> bool:
@@ -169,7 +170,8 @@ def _is_decisive(value: Any) -> bool:
         return False
     if "tool_calls" in value or "function_call" in value:
         return True
-    return value.get("role") in ("tool", "function", "system", "developer")
+    role = value.get("role")
+    return isinstance(role, str) and role in ("tool", "function", "system", "developer")
 
 
 def is_openai_messages(messages: list[Any]) -> bool:
