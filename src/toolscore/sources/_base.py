@@ -45,6 +45,10 @@ class Dialect(ABC):
         self.source = source
         self.next_index = 0
         self.pending: dict[Any, ToolCall] = {}
+        self.one_item_per_line = False
+        """Set by the JSON Lines decoder: each item is a line of its own, so a dialect whose
+        every item is a call (the custom format) reports an item that is not one as an input
+        problem on its line, where an array item is skipped as Toolscore 1.10 skips it."""
 
     def new_call(self, call: ToolCall, out: Batch, *, complete: bool = True) -> ToolCall:
         """Number ``call``, and append it to ``out.calls`` (and ``out.done`` if complete)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import stat
 import sys
 import zlib
@@ -105,10 +106,12 @@ class Session:
         self._head = bytearray()
         self._target = SAMPLE_SIZE
         self._scanned = 0
+        self._start = -1
         self._first_nl = -1
         self._line_ok = False
         self._retry_from = 0
         self._failed = False
+        self._whole_item: bool | None = None
 
     def feed(self, chunk: bytes) -> Batch:
         """Decode ``chunk`` (or hold it while the format is undecided)."""
@@ -141,15 +144,25 @@ class Session:
     def _ready(self) -> bool:
         head = self._head
         if self._first_nl < 0:
-            start = len(head) - len(head.lstrip())
+            # where the JSON starts (found once: lstrip would copy the head at each chunk)
+            if self._start < 0:
+                found = _NON_BLANK.search(head)
+                if found is not None:
+                    self._start = found.start()
+            start = self._start if self._start >= 0 else len(head)
             nl = head.find(b"\n", max(self._scanned, start))
             self._scanned = len(head)
             if nl < 0 or start >= len(head):
                 # No line yet: an array is a document, decided on at once; an object may be
-                # a long first JSON line, so wait a little longer, never for MAX_SAMPLE.
+                # a long first JSON line, so wait a little longer. An object that is one item
+                # as a whole (a call) reads the same as the first line of JSON Lines or as a
+                # document, so its line's end is awaited whatever its length: what follows
+                # decides (a container, '{"calls": [...', is decided on at once).
                 if head[start : start + 1] == b"[":
                     return len(head) >= self._target
-                return len(head) >= max(self._target, _NO_NEWLINE_WAIT)
+                if len(head) < max(self._target, _NO_NEWLINE_WAIT):
+                    return False
+                return not self._one_item(head)
             self._first_nl = nl
             try:
                 # orjson only: a first line only json would take is decided on at 64 KiB.
@@ -161,6 +174,17 @@ class Session:
             return True
         # JSON Lines: try again once another line is complete.
         return self._line_ok and head.find(b"\n", self._retry_from) >= 0
+
+    def _one_item(self, head: bytearray) -> bool:
+        """Whether ``head`` (no newline yet) starts a document that is one item as a whole
+        (asked once)."""
+        if self._whole_item is None:
+            try:
+                found = detect(bytes(head), format=self.format, source=self.source)
+            except InputError:
+                found = None
+            self._whole_item = found is not None and found.layout == "json" and found.prefix == ""
+        return self._whole_item
 
     def _open(self, *, final: bool) -> Batch:
         head = bytes(self._head)
@@ -182,6 +206,7 @@ class Session:
         return self.decoder.feed(head)
 
 
+_NON_BLANK = re.compile(rb"[^ \t\r\n\f\v]")
 _NO_NEWLINE_WAIT = 1 << 20
 """Bytes an object with no newline is held before detection decides on it as a document."""
 

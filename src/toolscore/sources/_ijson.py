@@ -375,7 +375,12 @@ def translate(
         if kind == b"lexical error":
             problem = f"invalid JSON: {problem}"
     else:
-        problem = template.format(char=char or "character").replace("  ", " ")
+        # without the byte: "invalid character, expected ...", "unexpected token, ..."
+        problem = (
+            template.format(char=char)
+            if char
+            else template.replace("character {char}", "character").replace("{char}", "token")
+        )
     offset = chunk_start + where
     if consumed is None:
         problem += f" (somewhere in the chunk starting at byte {offset})"

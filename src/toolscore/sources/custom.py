@@ -124,13 +124,38 @@ class CustomDialect(Dialect):
         elif isinstance(obj, list):
             for call in obj:
                 self._call(call, location, out)
+            if not obj:
+                self._not_a_call(obj, location, out)
+        else:
+            self._not_a_call(obj, location, out)
+
+    def _not_a_call(self, obj: Any, location: Location | None, out: Batch) -> None:
+        """A JSON Lines line that holds no call (``42``, ``null``, ``{"args": {}}``,
+        ``{"tool": ""}``): an input problem on its line. In an array it is skipped silently,
+        as Toolscore 1.10 does."""
+        if not self.one_item_per_line:
+            return
+        if isinstance(obj, dict):
+            if any(isinstance(obj.get(key), list) for key in ("calls", "tool_calls")):
+                return  # an empty container: no call, nothing wrong
+            named = [key for key in _NAME_KEYS if key in obj]
+            if not named:
+                what = 'an object without a "tool" name'
+            else:
+                what = f'an object whose "{named[0]}" is {_json_text(obj[named[0]])}'
+        else:
+            what = f'a JSON {_json_kind(obj)} (expected an object with a "tool" name)'
+        problem = f"not a call: {what}; skipped"
+        out.findings.append(located_finding("not_a_call", problem, location))
 
     def _call(self, d: Any, location: Location | None, out: Batch) -> None:
         if not isinstance(d, dict):
+            self._not_a_call(d, location, out)
             return
         get = d.get
         name = get("tool") or get("name") or get("function")
         if not name:
+            self._not_a_call(d, location, out)
             return
         if not isinstance(name, str):
             out.findings.append(
@@ -169,6 +194,31 @@ class CustomDialect(Dialect):
 
 
 DIALECT = CustomDialect
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _json_text(value: Any) -> str:
+    """A falsy name as the problem names it: ``null``, an empty string, ``false``, ``0``."""
+    if value is None:
+        return "null"
+    if value == "":
+        return "an empty string"
+    if isinstance(value, (bool, int, float)):
+        return f"{str(value).lower()}"
+    return f"an empty {_json_kind(value)}"
 
 
 def _is_call(value: Any) -> bool:

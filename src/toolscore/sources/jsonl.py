@@ -25,6 +25,14 @@ from .detect import not_detected_problem
 
 __all__ = ["JsonlDecoder"]
 
+
+def _number_problem(exc: ValueError) -> str:
+    """What a value error of :func:`json.loads` that is not a syntax error says: a number."""
+    if "digits" in str(exc):
+        return "malformed JSON: an integer of more than 4,300 digits (Python's limit)"
+    return f"malformed JSON: {exc}"
+
+
 _decode = msgspec.json.Decoder().decode
 """One line's JSON: msgspec keeps integers beyond 64 bits, as :mod:`json` does."""
 
@@ -99,6 +107,7 @@ class JsonlDecoder(Decoder):
     ) -> None:
         super().__init__(dialect, source, description)
         self.name = f"jsonl/{dialect.name}"
+        dialect.one_item_per_line = True
         self._partial: list[bytes] = []
         self._line = lines_before
         """Lines decoded so far."""
@@ -210,10 +219,13 @@ class JsonlDecoder(Decoder):
         except UnicodeDecodeError as exc:
             problem = f"invalid UTF-8 at column {exc.start + 1}"
         except json.JSONDecodeError as exc:
-            problem = f"malformed JSON: {exc.msg} at column {exc.colno}"
+            # json's "Unterminated string starting at", "Invalid control character at"
+            problem = f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
         except TooDeep:
             out.findings.append(_too_deep(location))
             return False, None
+        except ValueError as exc:  # an integer longer than Python converts (4,300 digits)
+            problem = _number_problem(exc)
         out.findings.append(located_finding("malformed_line", problem, location))
         return False, None
 
@@ -246,7 +258,7 @@ class JsonlDecoder(Decoder):
                 except msgspec.DecodeError:
                     try:
                         obj = decode_checked(_json_loads, raw, kind="json")
-                    except (ValueError, TooDeep):
+                    except (json.JSONDecodeError, UnicodeDecodeError, TooDeep):
                         out.findings.append(
                             located_finding(
                                 "truncated_line",
@@ -255,6 +267,10 @@ class JsonlDecoder(Decoder):
                                 location,
                             )
                         )
+                        return self._finish(out)
+                    except ValueError as exc:  # an integer over 4,300 digits
+                        problem = _number_problem(exc)
+                        out.findings.append(located_finding("malformed_line", problem, location))
                         return self._finish(out)
                 self._item(obj, location, out)
                 self._line = n
