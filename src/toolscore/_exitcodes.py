@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["EXIT_ERROR", "EXIT_FAILED", "EXIT_OK", "Outcome", "exit_code"]
+__all__ = [
+    "EXIT_CLOSED_OUTPUT",
+    "EXIT_ERROR",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_SIGINT",
+    "EXIT_SIGTERM",
+    "Outcome",
+    "exit_code",
+]
 
 EXIT_OK = 0
 """The evaluation ran and every gate that was asked for passed."""
@@ -16,6 +25,14 @@ EXIT_FAILED = 1
 """The evaluation ran, but a gate failed (``--fail-under``, ``--fail-on-violations``)."""
 EXIT_ERROR = 2
 """The evaluation could not run as asked: a usage error or an input error."""
+EXIT_SIGINT = 130
+"""Stopped by SIGINT (Ctrl-C), as a shell reports it (128 + 2)."""
+EXIT_SIGTERM = 143
+"""Stopped by SIGTERM (128 + 15)."""
+EXIT_CLOSED_OUTPUT = 141
+"""stdout was closed by its reader (``toolscore eval ... | head -1``): 128 + SIGPIPE, what a
+shell reports for a program a closed pipe ended. The reports were written before the summary;
+nothing is printed about it (as ``yes | head -1`` prints nothing)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,9 @@ When stdout is a terminal, a status line below the findings shows the calls read
 findings so far, the rate and the score; otherwise only the plain lines above are written,
 each flushed at once, with no control codes. At end of input, on Ctrl-C (SIGINT) or on SIGTERM,
 reading stops, the checks finish on every call read, and the ``eval`` summary is printed,
-followed by ``> Calls read: N in T s (R/s)``; the exit status is ``eval``'s (a second signal
-exits at once with 130).
+followed by ``> Calls read: N in T s (R/s)``; the exit status is then 130 (SIGINT) or 143
+(SIGTERM), else ``eval``'s. A second signal exits at once, without the summary, whatever a
+check is doing (see :mod:`toolscore._interrupt`).
 
 ``--findings FILE`` appends each finding as one JSON line (``Finding.to_json()``), written with
 one unbuffered ``write`` per finding so another process can tail it.
@@ -25,17 +26,16 @@ one unbuffered ``write`` per finding so another process can tail it.
 from __future__ import annotations
 
 import os
-import signal
 import stat
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ._exitcodes import EXIT_ERROR
+from ._interrupt import StopOnSignal
 from .cli import (
     FailOnViolationsOption,
     FailUnderOption,
@@ -47,7 +47,6 @@ from .cli import (
 from .limits import DEFAULT_MAX_VALUE_BYTES, set_max_value_bytes
 
 if TYPE_CHECKING:
-    from anyio.abc import TaskStatus
     from rich.console import Console
 
     from .calls import Finding, ToolCall
@@ -233,77 +232,52 @@ def _source(opts: WatchOptions) -> Any:
         regular = True  # let the source report the missing file in its own words
     if regular:
         return trace
-    return FdStream(os.open(trace, os.O_RDONLY), close_fd=True)
+    return FdStream(os.open(trace, os.O_RDONLY), close_fd=True, name=trace)
 
 
-async def _signals(
-    printer: _Printer,
-    stop_requested: list[bool],
-    abort: Callable[[], None],
-    *,
-    task_status: TaskStatus[None],
-) -> None:
-    """First SIGINT/SIGTERM: stop reading and finish; a second one: abort without summary."""
-    import anyio
+async def _watch(
+    opts: WatchOptions, printer: _Printer, weights: Any, stop: StopOnSignal
+) -> EvaluationResult:
+    """Run the watch; a first SIGINT/SIGTERM (``stop``) stops reading and lets it finish."""
+    import asyncio
 
-    try:
-        receiver = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
-        signals = receiver.__enter__()
-    except (NotImplementedError, ValueError):  # pragma: no cover - Windows, or not main thread
-        task_status.started()
-        return
-    try:
-        task_status.started()
-        async for _ in signals:
-            if stop_requested[0]:
-                abort()
-                return
-            stop_requested[0] = True
-            if printer.run is not None:
-                printer.run.stop()
-    finally:
-        receiver.__exit__(None, None, None)
-
-
-async def _watch(opts: WatchOptions, printer: _Printer, weights: Any) -> EvaluationResult | None:
-    """Run the watch; ``None`` when a second signal aborted it."""
-    import anyio
     import anyio.abc
 
     from .live import plain_errors, watch
 
-    stop_requested = [False]
-    aborted = [False]
-    result: EvaluationResult | None = None
+    loop = asyncio.get_running_loop()
+
+    def request_stop() -> None:
+        if printer.run is not None:
+            printer.run.stop()
+
+    # the handler runs between two bytecodes of whatever runs: hand the stop to the loop
+    def on_first(signum: int) -> None:
+        loop.call_soon_threadsafe(request_stop)
+
+    stop.on_first = on_first
+    result: EvaluationResult
     with plain_errors():
-        async with anyio.create_task_group() as tg:
-
-            def abort() -> None:
-                aborted[0] = True
-                tg.cancel_scope.cancel()
-
-            await tg.start(_signals, printer, stop_requested, abort)
-            source = _source(opts)
-            try:
-                async with watch(
-                    source,
-                    gold=opts.gold,
-                    forbidden=opts.forbidden,
-                    format=opts.format,
-                    weights=weights,
-                    on_finding=printer.on_finding,
-                    on_calls=printer,
-                ) as run:
-                    printer.run = run
-                    if stop_requested[0]:
-                        run.stop()
-                    result = await run.wait()
-            finally:
-                tg.cancel_scope.cancel()
-                if isinstance(source, anyio.abc.AsyncResource):
-                    with anyio.CancelScope(shield=True):
-                        await source.aclose()
-    return None if aborted[0] else result
+        source = _source(opts)
+        try:
+            async with watch(
+                source,
+                gold=opts.gold,
+                forbidden=opts.forbidden,
+                format=opts.format,
+                weights=weights,
+                on_finding=printer.on_finding,
+                on_calls=printer,
+            ) as run:
+                printer.run = run
+                if stop.requested:
+                    run.stop()
+                result = await run.wait()
+        finally:
+            if isinstance(source, anyio.abc.AsyncResource):
+                with anyio.CancelScope(shield=True):
+                    await source.aclose()
+    return result
 
 
 def _print_summary(result: EvaluationResult, console: Console, elapsed: float) -> None:
@@ -326,6 +300,7 @@ def run_watch(opts: WatchOptions) -> int:
     import anyio
 
     from ._cliutil import error_line, failure_status, parse_run_options
+    from ._interrupt import Terminated
     from .cli import EvalOptions, final_status
     from .errors import ToolscoreError
     from .outputs import refuse_overlap
@@ -349,25 +324,28 @@ def run_watch(opts: WatchOptions) -> int:
     console = make_console()
     printer = _Printer(opts, console)
     started = time.monotonic()
-    try:
-        printer.open()
+    with StopOnSignal() as stop:
         try:
-            result = anyio.run(_watch, opts, printer, weights)
-        finally:
-            printer.close()
-    except (ToolscoreError, ValueError, OSError) as exc:
-        return failure_status(exc)
-    if result is None:
-        error_line("interrupted")
-        return INTERRUPTED
-    _print_summary(result, console, time.monotonic() - started)
-    gate_opts = EvalOptions(
-        gold=opts.gold or "",
-        trace=opts.trace or "-",
-        fail_on_violations=opts.fail_on_violations,
-        fail_under=opts.fail_under,
-    )
-    return final_status(result, gate_opts, threshold)
+            printer.open()
+            try:
+                result = anyio.run(_watch, opts, printer, weights, stop)
+            finally:
+                printer.close()
+        except (ToolscoreError, ValueError, OSError) as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise  # stdout's reader is gone: watch_command maps it to its exit status
+            return stop.exit_status(failure_status(exc))
+        except (KeyboardInterrupt, Terminated):  # a second signal: no summary
+            error_line("interrupted")
+            return stop.exit_status(INTERRUPTED)
+        _print_summary(result, console, time.monotonic() - started)
+        gate_opts = EvalOptions(
+            gold=opts.gold or "",
+            trace=opts.trace or "-",
+            fail_on_violations=opts.fail_on_violations,
+            fail_under=opts.fail_under,
+        )
+        return stop.exit_status(final_status(result, gate_opts, threshold))
 
 
 def watch_command(
@@ -426,6 +404,10 @@ def watch_command(
     try:
         code = run_watch(opts)
     except Exception as exc:
+        from .cli import closed_output_status, is_closed_output
+
+        if is_closed_output(exc):
+            raise typer.Exit(closed_output_status()) from None
         error_line(f"internal error: {type(exc).__name__}: {exc}")
         code = EXIT_ERROR
     raise typer.Exit(code)

@@ -486,6 +486,18 @@ async def evaluate_stream(
         return pipeline_result(pipeline, gold_calls, norm, include_extras=True)
 
 
+class _NamedChunks:
+    """An async iterable of bytes that keeps its source's ``name`` (a followed file's path),
+    so that locations name the file rather than ``<stream>``."""
+
+    def __init__(self, chunks: AsyncIterator[bytes], name: str) -> None:
+        self._chunks = chunks
+        self.name = name
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._chunks
+
+
 async def abatches(source: TraceSource, format: str = "auto") -> AsyncIterator[Batch]:
     """Batches from any :data:`TraceSource`: bytes go through a decoder, dicts are calls."""
     from .sources import aiter_batches
@@ -507,7 +519,9 @@ async def abatches(source: TraceSource, format: str = "auto") -> AsyncIterator[B
                 async for chunk in iterator:
                     yield bytes(chunk)  # type: ignore[arg-type]
 
-            async for batch in aiter_batches(_bytes(), format):
+            name = getattr(source, "name", None)  # a followed file's path, for locations
+            chunks = _bytes() if not isinstance(name, str) else _NamedChunks(_bytes(), name)
+            async for batch in aiter_batches(chunks, format):
                 yield batch
             return
         # An agent's own loop hands calls over one at a time, so each is evaluated as it

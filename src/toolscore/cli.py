@@ -44,7 +44,9 @@ __all__ = [
     "EXTRA_COMMANDS",
     "EvalOptions",
     "app",
+    "closed_output_status",
     "error_line",
+    "is_closed_output",
     "main",
     "parse_weights",
     "run_eval",
@@ -178,8 +180,12 @@ def _evaluate(
         )
         return result
 
+    from ._interrupt import active
+
+    stop = active()
+    check = None if stop is None else stop.check_bytes  # a first Ctrl-C ends the read there
     if not _wants_progress(opts.trace):
-        return run(on_calls, None)
+        return run(on_calls, check)
 
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
@@ -206,6 +212,8 @@ def _evaluate(
             progress.refresh()
 
     def advance(n: int) -> None:
+        if check is not None:
+            check(n)
         progress.advance(task, n)
         redraw()
 
@@ -280,6 +288,8 @@ def run_eval(opts: EvalOptions) -> int:
         try:
             report.finish(result, findings=findings)
         except OSError as exc:
+            if is_closed_output(exc):  # -o /dev/stdout | head -1
+                raise
             error_line(f"cannot write the JSON report {opts.output}: {exc.strerror or exc}")
             return EXIT_ERROR
     try:
@@ -580,17 +590,51 @@ def eval_command(
         scheduler=scheduler,
         interleaved=interleaved,
     )
+    from ._interrupt import StopOnSignal, Terminated
+
+    stop = StopOnSignal(escalate_after=1.0)
     try:
         if dataset_cli.wants_dataset(gold_file, trace_file, dataset):
             code = dataset_cli.run_dataset(opts, dataset)
         else:
-            code = run_eval(opts)
+            with stop:
+                code = stop.exit_status(run_eval(opts))
+    except (KeyboardInterrupt, Terminated):  # a second signal: stopped at once, cleaned up
+        error_line("interrupted")
+        code = stop.exit_status(EXIT_ERROR)
     except Exception as exc:
+        if is_closed_output(exc):
+            raise typer.Exit(closed_output_status()) from None
         if verbose:
             raise
         error_line(f"internal error: {type(exc).__name__}: {exc} (run with -v for details)")
         code = exit_code(Outcome(internal_error=True))
     raise typer.Exit(code)
+
+
+def is_closed_output(exc: BaseException) -> bool:
+    """Whether ``exc`` is stdout's reader going away (``BrokenPipeError``, alone or in an
+    exception group)."""
+    if isinstance(exc, BrokenPipeError):
+        return True
+    inner = getattr(exc, "exceptions", None)  # an exception group (3.11+, or anyio's backport)
+    if isinstance(inner, tuple) and inner:
+        return all(is_closed_output(e) for e in inner)
+    return False
+
+
+def closed_output_status() -> int:
+    """stdout's reader is gone: send what is still buffered for it nowhere (so the exit does
+    not fail again flushing it) and return :data:`~toolscore._exitcodes.EXIT_CLOSED_OUTPUT`."""
+    from ._exitcodes import EXIT_CLOSED_OUTPUT
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return EXIT_CLOSED_OUTPUT
 
 
 def _register_extra_commands() -> None:

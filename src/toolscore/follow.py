@@ -57,12 +57,13 @@ class FdStream(anyio.abc.ByteReceiveStream):
     Args:
         fd: the descriptor to read.
         close_fd: close ``fd`` in :meth:`aclose`.
+        name: the name locations give (a FIFO's path), instead of ``<fd N>``.
     """
 
-    def __init__(self, fd: int, *, close_fd: bool = False) -> None:
+    def __init__(self, fd: int, *, close_fd: bool = False, name: str | None = None) -> None:
         self.fd = fd
-        self.name = "<stdin>" if fd == 0 else f"<fd {fd}>"
-        """The name sources use in locations (``<stdin>`` for descriptor 0)."""
+        self.name = name if name is not None else "<stdin>" if fd == 0 else f"<fd {fd}>"
+        """The name sources use in locations (``name``, else ``<stdin>`` for descriptor 0)."""
         self._close_fd = close_fd
         self._closed = False
         mode = os.fstat(fd).st_mode

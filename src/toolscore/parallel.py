@@ -33,10 +33,12 @@ directory, removed when the main pipeline is.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
 import shutil
+import signal
 import tempfile
 import traceback
 import warnings
@@ -45,6 +47,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._interrupt import Interrupted
 from .calls import Batch, Finding, FindingValues
 from .checks._base import BaseCheck, State
 from .errors import InputError
@@ -219,7 +222,14 @@ def _part_batches(
             left -= len(chunk)
             newlines[0] += chunk.count(b"\n")
             if on_bytes is not None:
-                on_bytes(len(chunk))
+                try:
+                    on_bytes(len(chunk))
+                except Interrupted:  # Ctrl-C or SIGTERM: the part ends here, as a read would
+                    batch = decoder.close()
+                    batch.decoded = True
+                    batch.error = _stopped(plan.path)
+                    yield batch
+                    return
             batch = decoder.feed(chunk)
             if not batch.empty:
                 batch.decoded = True
@@ -237,9 +247,18 @@ def _read_parts(
     spool_calls: bool,
     conn: Any,
     progress: Any,
+    parent: int = 0,
 ) -> None:
     """In a forked process: read parts ``ks`` one after the other, each with a pipeline of
-    its own, and send each one's result as soon as it is read."""
+    its own, and send each one's result as soon as it is read.
+
+    The process ends with its parent ``parent``, whatever ends that (see
+    :func:`_end_with_parent`); Ctrl-C is the main process's to handle (it stops the others)."""
+    _end_with_parent(parent)
+    # the parent's handlers came with the fork: Ctrl-C is the parent's to handle (it stops
+    # this process), and SIGTERM (the parent's terminate()) ends this one at once
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     kept: list[Any] = []  # every part's checks live on: see the end
     tempfile.tempdir = tmp  # the checks' files (run files, name logs): the parent removes them
 
@@ -259,6 +278,25 @@ def _read_parts(
         # Leave now: freeing this process's objects would run their finalizers, and the
         # distinct-signature counter's would delete the run files just handed over.
         os._exit(0)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _end_with_parent(parent: int) -> None:
+    """Have the kernel kill this forked process when its parent ends (Linux's
+    ``PR_SET_PDEATHSIG``), so that a main process killed by any signal, SIGKILL included,
+    leaves no reader behind blocked on a pipe nobody reads; and leave at once if the parent
+    is already gone (it ended between the fork and this call)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux: the pipes still close
+        pass
+    if parent and os.getppid() != parent:
+        os._exit(1)
 
 
 def read_part(
@@ -333,6 +371,7 @@ def run(
     tmp = tempfile.mkdtemp(
         prefix="toolscore-parts-", dir=getattr(pipeline.on_calls, "directory", None)
     )
+    failed = False
     workers: list[tuple[Any, Any]] = []  # (process, pipe end) for each part past the first
     try:
         for ks in plan.groups():
@@ -340,6 +379,7 @@ def run(
             process = ctx.Process(
                 target=_read_parts,
                 args=(plan, ks, make_checks, tmp, spool_calls, send, progress),
+                kwargs={"parent": os.getpid()},
                 daemon=True,
             )
             process.start()
@@ -350,8 +390,14 @@ def run(
             return  # a read error: what follows it does not count
         lines = newlines[0]
         for k, (process, receive) in enumerate(workers, 1):
+            if _stop_requested():  # Ctrl-C or SIGTERM: the parts merged so far count
+                pipeline.error = _stopped(plan.path)
+                return
             outcome = _receive(process, receive)
             if not isinstance(outcome, PartResult):
+                if _stop_requested():  # Ctrl-C or SIGTERM ended it: what was read counts
+                    pipeline.error = _stopped(plan.path)
+                    return
                 # the part's process failed: read the part here instead, on its own
                 warnings.warn(
                     f"toolscore: part {k + 1} of {plan.path} (bytes {plan.bounds[k]}-"
@@ -365,15 +411,38 @@ def run(
             if outcome.error is not None:
                 return
             lines += outcome.lines
-            report(0)
+            with contextlib.suppress(Interrupted):  # a stop is taken up at the loop's top
+                report(0)
+    except BaseException:
+        failed = True
+        raise
     finally:
         for process, receive in dict(workers).items():  # each process once
             receive.close()
             if process.is_alive():
                 process.terminate()
             process.join()
-        # the merged states name files in it (run files): removed with the pipeline
-        weakref.finalize(pipeline, shutil.rmtree, tmp, True)
+        if failed:  # stopped by an exception (a second Ctrl-C): nothing will read them
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            # the merged states name files in it (run files): removed with the pipeline
+            weakref.finalize(pipeline, shutil.rmtree, tmp, True)
+
+
+def _stop_requested() -> bool:
+    from ._interrupt import active
+
+    stop = active()
+    return stop is not None and stop.requested
+
+
+def _stopped(path: str) -> InputError:
+    from ._interrupt import active
+    from .errors import MalformedTrace
+
+    stop = active()
+    what = stop.describe() if stop is not None else "interrupted"
+    return MalformedTrace(path, f"cannot read the input: {what}")
 
 
 def _receive(process: Any, receive: Any) -> PartResult | str:

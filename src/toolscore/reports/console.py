@@ -14,6 +14,8 @@ Example::
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from collections.abc import Iterator
 from typing import IO
@@ -38,6 +40,16 @@ _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
+class _Console(Console):
+    """A console whose closed output (``| head -1``) raises :class:`BrokenPipeError` for the
+    command to map to its exit status, instead of rich's ``SystemExit(1)`` (1 means a failed
+    gate here)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
 def make_console(file: IO[str] | None = None, *, stderr: bool = False) -> Console:
     """A console for the CLI: styled on a terminal, plain and unwrapped otherwise.
 
@@ -49,10 +61,10 @@ def make_console(file: IO[str] | None = None, *, stderr: bool = False) -> Consol
         file: the stream (default stdout, or stderr with ``stderr=True``).
         stderr: write to stderr.
     """
-    console = Console(file=file, stderr=stderr, highlight=False)
+    console = _Console(file=file, stderr=stderr, highlight=False)
     if console.is_terminal:
         return console
-    return Console(
+    return _Console(
         file=file if file is not None else (sys.stderr if stderr else sys.stdout),
         highlight=False,
         soft_wrap=True,
