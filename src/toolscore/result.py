@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .calls import Finding, ToolCall
+from .capped import join_capped
 from .errors import InputError
 from .gold import side_effect_note
 from .records import call_record, expected_record, json_safe
@@ -346,8 +347,9 @@ class EvaluationResult:
         efficiency = metrics.get("efficiency_metrics") or {}
         errors = efficiency.get("error_count", 0)
         if errors:
-            tools = ", ".join(
-                f"{tool} x{count}" if count > 1 else tool for tool, count in self.failed_tools
+            failed = self.failed_tools
+            tools = join_capped(
+                (f"{tool} x{count}" if count > 1 else tool for tool, count in failed), len(failed)
             )
             total = efficiency.get("total_calls", self.trace_calls_count)
             out.append(("warning", f"{errors} of {total} tool calls failed ({tools})"))

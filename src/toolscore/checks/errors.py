@@ -18,6 +18,7 @@ from typing import Any
 
 from .._distinct import DistinctCounter, DistinctSet
 from ..calls import Batch, Finding, Location, Severity
+from ..capped import join_capped
 from ..redact import redact_secrets
 from ._base import BaseCheck, State
 
@@ -228,7 +229,10 @@ class ErrorsCheck(BaseCheck):
         """The end-of-run warnings of Toolscore's behavior findings (§12.1, items 3 and 4)."""
         out: list[tuple[Severity, str]] = []
         if self.error_count:
-            tools = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in self.failed_tools)
+            failed = self.failed_tools
+            tools = join_capped(
+                (f"{name} x{n}" if n > 1 else name for name, n in failed), len(failed)
+            )
             out.append(
                 ("warning", f"{self.error_count} of {self.total_calls} tool calls failed ({tools})")
             )
