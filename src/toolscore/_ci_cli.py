@@ -74,7 +74,7 @@ def gates_of(
     comparison: Comparison | None = None,
 ) -> list[Gate]:
     """The gates asked for on the command line, passed or failed, as JUnit test cases."""
-    from .reports import secret_count
+    from .reports import secret_count, violation_count
     from .reports.junit import Gate
     from .verdict import passes
 
@@ -88,7 +88,7 @@ def gates_of(
         )
         gates.append(Gate(f"fail-under {fail_under}", ok, "" if ok else what))
     if fail_on_violations:
-        count = len(result.policy_violations) + secret_count(result)
+        count = violation_count(result) + secret_count(result)
         ok = count == 0
         gates.append(
             Gate(

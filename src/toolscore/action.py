@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> tuple[ActionRun, int]:
     from .baseline import compare, load_baseline, summarize, write_baseline
     from .errors import ToolscoreError
     from .gold import load_gold
-    from .reports import secret_count
+    from .reports import secret_count, violation_count
     from .reports.junit import JunitWriter
     from .reports.sarif import SarifWriter
     from .verdict import parse_fail_under
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> tuple[ActionRun, int]:
                 problem = result.input_error or f"{result.input_problems} unreadable part(s)"
                 outcome.problems.append(f"{trace_id}: {problem}")
             outcome.summaries[trace_id] = summarize(result)
-            outcome.violations += len(result.policy_violations) + secret_count(result)
+            outcome.violations += violation_count(result) + secret_count(result)
             for f in result.findings:
                 kind = f"{f.check}/{f.kind}"
                 outcome.findings[kind] += 1

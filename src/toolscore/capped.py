@@ -1,4 +1,4 @@
-"""Long lists in one line of a report, capped with a count of the rest.
+"""Long lists capped with a count of the rest: in one line of a report, and in memory.
 
 A trace with 50,000 distinct failed tools made the "N of M tool calls failed (...)" line
 700,000 characters long in every report. :func:`join_capped` keeps the first
@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import islice
 
-__all__ = ["MAX_LISTED", "join_capped"]
+__all__ = ["MAX_LISTED", "MAX_RECORDS", "join_capped"]
 
 MAX_LISTED = 20
 """Items one line lists at most."""
+MAX_RECORDS = 10_000
+"""Records of one kind a check keeps in memory (forbidden calls, credentials), like the
+findings a result keeps; their counts stay exact, and the JSON report and ``--findings`` get
+every one as a finding, streamed."""
 
 
 def join_capped(items: Iterable[str], total: int | None = None, limit: int = MAX_LISTED) -> str:

@@ -128,7 +128,7 @@ def _wants_progress(trace: str) -> bool:
 
 
 def _gates(result: ReportResult, opts: EvalOptions, threshold: float | str | None) -> Outcome:
-    from .reports import number, rule_violation_count, secret_count, section
+    from .reports import number, rule_violation_count, secret_count, section, violation_count
     from .verdict import passes
 
     violations = False
@@ -136,7 +136,7 @@ def _gates(result: ReportResult, opts: EvalOptions, threshold: float | str | Non
     if opts.fail_on_violations:
         rules = rule_violation_count(result)
         personal = int(number(section(result.metrics, "security_metrics").get("pii_count")))
-        count = len(result.policy_violations) + secret_count(result) + rules + personal
+        count = violation_count(result) + secret_count(result) + rules + personal
         if count > 0:
             violations = True
             what = "forbidden call(s), broken rule(s)" if rules else "forbidden call(s)"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..calls import Batch, Finding, Location, ToolCall
+from ..capped import MAX_RECORDS
 from ..rules import CompiledRules, Rule, rules_from_python
 from ._base import BaseCheck, State
 
@@ -25,21 +26,38 @@ class PolicyState(State):
     calls: int = 0
     rule_count: int = 0
     violations: tuple[dict[str, Any], ...] = ()
+    """The first :data:`~toolscore.capped.MAX_RECORDS` violations (each is a finding)."""
+    count: int = -1
+    """Every violation, counted (``-1``: ``len(violations)``)."""
     check: str = field(default="policy", kw_only=True)
+
+    @property
+    def violation_count(self) -> int:
+        return len(self.violations) if self.count < 0 else self.count
 
     def merge(self, later: PolicyState) -> PolicyState:
         if not later.calls:
             return self
-        moved = [{**v, "index": v["index"] + self.calls} for v in later.violations]
-        return PolicyState(self.calls + later.calls, self.rule_count, (*self.violations, *moved))
+        room = max(MAX_RECORDS - len(self.violations), 0)
+        moved = [{**v, "index": v["index"] + self.calls} for v in later.violations[:room]]
+        return PolicyState(
+            self.calls + later.calls,
+            self.rule_count,
+            (*self.violations, *moved),
+            self.violation_count + later.violation_count,
+        )
 
     def report(self) -> dict[str, Any]:
-        """``{"violation_count", "rule_count", "violations"}`` (Toolscore's layout)."""
-        return {
-            "violation_count": len(self.violations),
+        """``{"violation_count", "rule_count", "violations"}`` (Toolscore's layout), and
+        ``violations_omitted`` past :data:`~toolscore.capped.MAX_RECORDS` records."""
+        report: dict[str, Any] = {
+            "violation_count": self.violation_count,
             "rule_count": self.rule_count,
             "violations": list(self.violations),
         }
+        if self.violation_count > len(self.violations):  # the JSON report's findings have all
+            report["violations_omitted"] = self.violation_count - len(self.violations)
+        return report
 
     def metrics(self) -> dict[str, Any]:
         """``{"policy_metrics": report()}``."""
@@ -60,6 +78,9 @@ class PolicyCheck(BaseCheck):
         self.rules: list[Rule] = rules_from_python(rules)
         self._compiled = CompiledRules(self.rules)
         self.violations: list[dict[str, Any]] = []
+        """The first :data:`~toolscore.capped.MAX_RECORDS` violations (every one is a finding)."""
+        self.violation_count = 0
+        """Every violation, counted."""
         self.calls = 0
 
     def check_call(self, call: ToolCall, index: int | None = None) -> dict[str, Any] | None:
@@ -74,7 +95,9 @@ class PolicyCheck(BaseCheck):
 
     def _record(self, tool: str, args: Any, index: int, rule_index: int) -> dict[str, Any]:
         violation = self._compiled.violation(index, tool, args, rule_index)
-        self.violations.append(violation)
+        self.violation_count += 1
+        if len(self.violations) < MAX_RECORDS:
+            self.violations.append(violation)
         return violation
 
     def feed(self, batch: Batch) -> list[Finding]:
@@ -98,7 +121,9 @@ class PolicyCheck(BaseCheck):
         return findings
 
     def state(self) -> PolicyState:
-        return PolicyState(self.calls, len(self.rules), tuple(self.violations))
+        return PolicyState(
+            self.calls, len(self.rules), tuple(self.violations), self.violation_count
+        )
 
     def report(self) -> dict[str, Any]:
         """:meth:`PolicyState.report` of the calls so far."""

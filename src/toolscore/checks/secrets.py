@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from ..calls import Batch, Finding, Location, ToolCall
+from ..capped import MAX_RECORDS
 from ..redact import (
     PII_KINDS,
     PREFILTER_SCAN,
@@ -189,27 +190,52 @@ class SecretsState(State):
     secrets: tuple[dict[str, Any], ...] = ()
     pii: tuple[dict[str, Any], ...] = ()
     pii_kinds: frozenset[str] = frozenset()
+    counts: tuple[int, int] = (-1, -1)
+    """Every credential and every piece of personal data found, counted; the records keep the
+    first :data:`~toolscore.capped.MAX_RECORDS` of each (``-1``: the records' length)."""
+
+    @property
+    def secret_count(self) -> int:
+        return len(self.secrets) if self.counts[0] < 0 else self.counts[0]
+
+    @property
+    def pii_count(self) -> int:
+        return len(self.pii) if self.counts[1] < 0 else self.counts[1]
 
     def merge(self, later: SecretsState) -> SecretsState:
         if not later.calls:
             return self
         shift = self.calls
+        room_s = max(MAX_RECORDS - len(self.secrets), 0)
+        room_p = max(MAX_RECORDS - len(self.pii), 0)
         return SecretsState(
             calls=self.calls + later.calls,
-            secrets=(*self.secrets, *({**r, "index": r["index"] + shift} for r in later.secrets)),
-            pii=(*self.pii, *({**r, "index": r["index"] + shift} for r in later.pii)),
+            secrets=(
+                *self.secrets,
+                *({**r, "index": r["index"] + shift} for r in later.secrets[:room_s]),
+            ),
+            pii=(*self.pii, *({**r, "index": r["index"] + shift} for r in later.pii[:room_p])),
             pii_kinds=self.pii_kinds | later.pii_kinds,
+            counts=(
+                self.secret_count + later.secret_count,
+                self.pii_count + later.pii_count,
+            ),
         )
 
     def metrics(self) -> dict[str, Any]:
         """``{"security_metrics": {"secret_count", "secrets"}}``, with ``pii_kinds``,
-        ``pii_count`` and ``pii`` when personal data was looked for."""
+        ``pii_count`` and ``pii`` when personal data was looked for (``secrets_omitted``,
+        ``pii_omitted`` past :data:`~toolscore.capped.MAX_RECORDS` records)."""
         secrets = list(self.secrets)
-        security: dict[str, Any] = {"secret_count": len(secrets), "secrets": secrets}
+        security: dict[str, Any] = {"secret_count": self.secret_count, "secrets": secrets}
+        if self.secret_count > len(secrets):  # the JSON report's findings have every one
+            security["secrets_omitted"] = self.secret_count - len(secrets)
         if self.pii_kinds:
             security["pii_kinds"] = [k for k in PII_KINDS if k in self.pii_kinds]
-            security["pii_count"] = len(self.pii)
+            security["pii_count"] = self.pii_count
             security["pii"] = list(self.pii)
+            if self.pii_count > len(self.pii):
+                security["pii_omitted"] = self.pii_count - len(self.pii)
         return {"security_metrics": security}
 
 
@@ -226,6 +252,10 @@ class SecretsCheck(BaseCheck):
         :func:`~toolscore.redact.pii_redaction` block)."""
         self.secrets: list[dict[str, Any]] = []
         self.pii: list[dict[str, Any]] = []
+        """The first :data:`~toolscore.capped.MAX_RECORDS` records of each (each is a finding)."""
+        self.secret_count = 0
+        self.pii_count = 0
+        """Every record, counted."""
         self.calls = 0
         self._scan = pii_prefilter(self.pii_kinds)
         self._tools: dict[str, list[tuple[str, str]]] = {}
@@ -237,6 +267,7 @@ class SecretsCheck(BaseCheck):
             secrets=tuple(self.secrets),
             pii=tuple(self.pii),
             pii_kinds=self.pii_kinds,
+            counts=(self.secret_count, self.pii_count),
         )
 
     def _tool_hits(self, tools: list[str]) -> dict[str, list[tuple[str, str]]]:
@@ -259,7 +290,14 @@ class SecretsCheck(BaseCheck):
 
     def _keep(self, records: list[dict[str, Any]]) -> None:
         for record in records:
-            (self.pii if record["kind"] in _PII else self.secrets).append(record)
+            if record["kind"] in _PII:
+                self.pii_count += 1
+                if len(self.pii) < MAX_RECORDS:
+                    self.pii.append(record)
+            else:
+                self.secret_count += 1
+                if len(self.secrets) < MAX_RECORDS:
+                    self.secrets.append(record)
 
     def feed(self, batch: Batch) -> list[Finding]:
         cols = batch.columns()

@@ -146,7 +146,7 @@ def evaluate_one(
     """
     from ..api import evaluate_batches, evaluate_trace
     from ..redact import redact_secrets
-    from ..reports import secret_count
+    from ..reports import secret_count, violation_count
 
     counter = _ToolCounter()
     record = TraceRecord(
@@ -192,7 +192,7 @@ def evaluate_one(
     record.findings = dict(kinds)
     record.failed_calls = sum(failed.values())
     record.retries = sum(retried.values())
-    record.violations = len(result.policy_violations) + secret_count(result)
+    record.violations = violation_count(result) + secret_count(result)
     tools = counter.counts
     record.tools = {
         tool: [tools.get(tool, 0), failed.get(tool, 0), retried.get(tool, 0)]

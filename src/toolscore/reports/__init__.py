@@ -29,6 +29,7 @@ __all__ = [
     "secret_count",
     "section",
     "verdict_word",
+    "violation_count",
 ]
 
 
@@ -89,6 +90,13 @@ def secret_count(result: ReportResult) -> int:
 def rule_violation_count(result: ReportResult) -> int:
     """How many hard rules failed (allowlist, order, counts, schemas, data flow, match modes)."""
     return int(number(section(result.metrics, "rule_metrics").get("violation_count")))
+
+
+def violation_count(result: ReportResult) -> int:
+    """How many forbidden calls the policy check found (all of them: the result keeps the
+    first :data:`~toolscore.capped.MAX_RECORDS` records)."""
+    policy = section(result.metrics, "policy_metrics")
+    return int(number(policy.get("violation_count"), len(result.policy_violations)))
 
 
 def failed_calls(result: ReportResult) -> int:

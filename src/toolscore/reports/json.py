@@ -32,7 +32,7 @@ from ..calls import Finding, ToolCall
 from ..columns import Columns, call_json, record_bytes, write_joined
 from ..outputs import file_mode, open_stream, resolve_output, user_os_error
 from ..result import expected_record, json_safe
-from . import ReportResult, failed_calls, rule_violation_count, secret_count
+from . import ReportResult, failed_calls, rule_violation_count, secret_count, violation_count
 
 __all__ = [
     "MAX_QUEUED",
@@ -341,7 +341,7 @@ def summary(result: ReportResult, record: Mapping[str, Any]) -> dict[str, Any]:
         "weights": record.get("weights"),
         "required_call_recall": result.required_call_recall,
         "failed_calls": failed_calls(result),
-        "policy_violations": len(result.policy_violations),
+        "policy_violations": violation_count(result),
         "secrets": secret_count(result),
         "complete": error is None,
         "input_error": None if error is None else error.to_json(),

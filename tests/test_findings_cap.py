@@ -1,0 +1,79 @@
+"""Per-kind records (forbidden calls, credentials) are capped in memory with exact counts; the
+JSON report and --findings get every finding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from _cli import run_cli
+from toolscore import evaluate_trace
+from toolscore.calls import ToolCall
+from toolscore.capped import MAX_RECORDS
+from toolscore.checks.policy import PolicyCheck, policy_check
+
+KEY = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+RULES = [{"tool": "run_shell", "args": {"command": {"$regex": "rm -rf"}}, "reason": "destructive"}]
+N = MAX_RECORDS + 2_000
+
+
+def _trace(tmp_path: Path) -> tuple[Path, Path, Path]:
+    trace = tmp_path / "trace.jsonl"
+    with open(trace, "w", encoding="utf-8") as fh:
+        for i in range(N):
+            call = {"tool": "run_shell", "args": {"command": f"rm -rf /x{i} {KEY}"}}
+            fh.write(json.dumps(call) + "\n")
+    gold = tmp_path / "gold.json"
+    gold.write_text('[{"tool": "run_shell"}]', encoding="utf-8")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(RULES), encoding="utf-8")
+    return gold, trace, rules
+
+
+def test_records_are_capped_and_counts_exact(tmp_path: Path) -> None:
+    gold, trace, rules = _trace(tmp_path)
+    result = evaluate_trace(str(gold), str(trace), forbidden=str(rules))
+    policy = result.metrics["policy_metrics"]
+    assert policy["violation_count"] == N
+    assert len(result.policy_violations) == MAX_RECORDS
+    assert policy["violations_omitted"] == N - MAX_RECORDS
+    security = result.metrics["security_metrics"]
+    assert security["secret_count"] == N
+    assert len(security["secrets"]) == MAX_RECORDS
+    assert security["secrets_omitted"] == N - MAX_RECORDS
+
+
+def test_the_cli_counts_and_streams_every_finding(tmp_path: Path) -> None:
+    gold, trace, rules = _trace(tmp_path)
+    report, findings = tmp_path / "r.json", tmp_path / "f.jsonl"
+    proc = run_cli(
+        "eval", str(gold), str(trace), "--forbidden", str(rules),
+        "--fail-on-violations", "-o", str(report),
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert f"ERROR {2 * N} forbidden call(s) or credential(s) found" in proc.stderr
+    record = json.loads(report.read_text(encoding="utf-8"))
+    assert record["summary"]["policy_violations"] == N
+    kinds = [f["kind"] for f in record["findings"]]
+    assert kinds.count("forbidden_call") == N
+    assert kinds.count("github_token") == N
+    watch = run_cli("watch", str(trace), "--forbidden", str(rules), "--findings", str(findings))
+    lines = findings.read_text(encoding="utf-8").splitlines()
+    assert sum('"forbidden_call"' in line for line in lines) == N, watch.stderr
+
+
+def test_merged_parts_keep_the_cap_and_the_count() -> None:
+    def checked(calls: range) -> PolicyCheck:
+        policy = policy_check([{"tool": "run_shell"}])
+        for i in calls:
+            policy.check_call(ToolCall("run_shell", {"command": "x"}, index=i))
+        policy.calls = len(calls)
+        return policy
+
+    first, later = checked(range(MAX_RECORDS - 10)), checked(range(100))
+    assert later.violation_count == 100
+    merged = first.state().merge(later.state())
+    assert merged.violation_count == MAX_RECORDS + 90
+    assert len(merged.violations) == MAX_RECORDS
+    assert merged.violations[-1]["index"] == MAX_RECORDS - 1  # the later part's 10th, moved
+    assert merged.report()["violations_omitted"] == 90
