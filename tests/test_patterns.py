@@ -9,7 +9,7 @@ import warnings
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from toolscore.matchers import Regex, Search
@@ -90,6 +90,7 @@ def _answer(run: Any, text: str) -> bool | None:
 
 @settings(max_examples=400, deadline=None)
 @given(patterns, flag_sets, st.lists(texts, min_size=1, max_size=4))
+@example("\\B", re.ASCII, ["0\x800"])  # RE2's \B inside one character's UTF-8 bytes
 def test_answers_as_python_re(pattern: str, flags: int, samples: list[str]) -> None:
     python = _python(pattern, flags)
     assume(python is not None)

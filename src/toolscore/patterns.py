@@ -214,7 +214,7 @@ class Translation:
     nonboundary: bool = False
     """``\\B`` somewhere: Python's never matches in an empty text, RE2's does."""
     boundary: bool = False
-    """``\\b`` or ``\\B`` outside ``re.ASCII``: exact on ASCII text only."""
+    """``\\b`` outside ``re.ASCII``, or ``\\B``: exact on ASCII text only."""
     casefold: bool = False
     """``re.IGNORECASE`` somewhere: exact on ASCII text only."""
     casefold_wide: bool = False
@@ -381,7 +381,10 @@ class _Reader:
             neg = "^" if c.isupper() else ""
             self.emit(f"[{neg}{_class_items(ranges)}]")
         elif c in "bB":
-            if not self.scope.ascii:
+            # RE2 matches on UTF-8 bytes: outside re.ASCII its word boundary is ASCII's, and
+            # even under re.ASCII its \B matches between the bytes of one non-ASCII
+            # character ('0\x800'), where Python's never does.
+            if not self.scope.ascii or c == "B":
                 self.out.boundary = True
             if c == "B":
                 self.out.nonboundary = True
