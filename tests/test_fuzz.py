@@ -310,3 +310,17 @@ def test_seeds_are_valid_traces(name: str) -> None:
     result = evaluate_trace([], io.BytesIO(SEEDS[name]))
     assert result.input_error is None
     assert result.to_dict()["metrics"] is not None
+
+
+@pytest.mark.parametrize("chunk_size", [1, 1 << 18])
+def test_overlong_utf8_is_an_input_error(chunk_size: int) -> None:
+    """Found by the long profile: yajl passes an overlong UTF-8 form (C0 80) to Python's
+    decoder, whose UnicodeDecodeError came out of detection and the document readers."""
+    for data in (b'"\xc0\x80"', b'[{"tool": "a", "args": {"q": "\xc0\x80"}}]'):
+        _decode_sync(data, "auto", chunk_size)
+        try:
+            result = evaluate_trace([], io.BytesIO(data))
+        except InputError as exc:
+            _check_error(exc)
+        else:
+            _check_error(result.input_error)

@@ -120,6 +120,9 @@ class ItemParser:
         except _JSONError as exc:
             self._dead = True
             error = translate(exc, self.source, chunk, self.offset, self.newlines)
+        except UnicodeDecodeError as exc:  # an overlong UTF-8 form yajl let through
+            self._dead = True
+            error = _utf8_error(self.source, chunk, self.offset, self.newlines, exc)
         self.offset += len(chunk)
         self.newlines += chunk.count(b"\n")
         return self._drain(), error
@@ -249,6 +252,9 @@ def pull_items(
                     yield items, None
                     items = []
             items.append(obj)
+    except UnicodeDecodeError as exc:  # an overlong UTF-8 form yajl let through
+        yield items, _utf8_error(source, feed.chunk, feed.start, feed.newlines, exc)
+        return
     except _JSONError as exc:
         if feed.fault is not None:
             yield items, feed.fault
@@ -274,6 +280,8 @@ def sample_events(data: bytes) -> tuple[list[tuple[str, Any]], bytes | None]:
         coro.close()
     except _JSONError as exc:
         return list(sink), _message_bytes(exc).split(b"\n", 1)[0].split(b": ", 1)[-1]
+    except UnicodeDecodeError:  # yajl let an overlong UTF-8 form through to the decoder
+        return list(sink), b"invalid bytes in UTF8 string"
     return list(sink), None
 
 
@@ -313,6 +321,18 @@ def _locate(context: bytes, chunk: bytes) -> int | None:
             return consumed
         start = norm.find(snippet, start + 1)
     return None
+
+
+def _utf8_error(
+    source: str, chunk: bytes, start: int, newlines: int, exc: UnicodeDecodeError
+) -> InputError:
+    """Invalid UTF-8 that yajl accepted and Python's decoder refused, in ``chunk``."""
+    return MalformedTrace(
+        source,
+        f"invalid UTF-8 in a string (in the chunk starting at byte {start}): {exc.reason}",
+        line=newlines + 1,
+        offset=start,
+    )
 
 
 def limit_error(
