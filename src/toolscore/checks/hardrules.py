@@ -75,7 +75,13 @@ class HardRulesCheck(BaseCheck):
     """
 
     name = "rules"
-    mergeable = True
+    mergeable = False
+    """Its states merge (``toolscore.testing.check_conformance`` holds it to that), but a
+    trace is not read in parts by other processes while hard rules are on: a part keeps every
+    violation it finds in its immutable state, and each batch copies them, so a large part
+    costs time quadratic in its violations (1 GB of JSON Lines with every rule kind: minutes
+    in a worker). One process reads such a trace in linear time until the part state keeps
+    its violations in a list."""
 
     def __init__(
         self,
