@@ -26,6 +26,11 @@ FAILED = {"tool": "fetch", "args": {"url": "u"}, "error": "timeout"}
 FINE = {"tool": "search", "args": {"q": "x"}}
 
 
+async def _aiter(calls: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+    for call in calls:
+        yield call
+
+
 async def _gated(calls: list[dict[str, Any]], gate: list[anyio.Event]) -> AsyncIterator[Any]:
     """An agent loop: hands over call i only once the consumer has seen call i-1's finding."""
     for i, call in enumerate(calls):
@@ -370,3 +375,26 @@ def test_snapshots_mid_stream_leave_the_final_result_unchanged(
     if calls:
         # the snapshot after the last call is the final score
         assert scores[-1] == pytest.approx(plain["score"], abs=1e-12)
+
+
+async def test_watch_takes_hard_rules_and_pii_like_evaluate_stream() -> None:
+    email = "jane.doe" + "@example.org"
+    calls = [
+        {"tool": "search", "args": {"q": "x"}},
+        {"tool": "send_email", "args": {"to": email}},
+    ]
+    kinds: list[str] = []
+    async with watch(_aiter(calls), rules={"allow": ["search"]}, pii=True) as run:
+        async for finding in run:
+            kinds.append(finding.kind)
+            assert email not in finding.message
+        result = run.result
+    streamed = await evaluate_stream([], _aiter(calls), rules={"allow": ["search"]}, pii=True)
+    assert [(v["rule"], v["index"]) for v in result.rule_violations] == [("allow", 1)]
+    assert result.rule_violations == streamed.rule_violations
+    assert result.metrics["security_metrics"]["pii_count"] == 1
+    assert result.metrics["security_metrics"] == streamed.metrics["security_metrics"]
+    assert sorted(kinds) == sorted(f.kind for f in streamed.findings)
+    async with watch(_aiter(calls)) as plain:  # the setting ends with its block
+        await plain.wait()
+    assert "pii_count" not in plain.result.metrics["security_metrics"]

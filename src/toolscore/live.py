@@ -24,13 +24,14 @@ from __future__ import annotations
 import importlib
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ._args import check_rules
 from .api import (
     GoldInput,
     RulesInput,
@@ -42,6 +43,7 @@ from .api import (
 )
 from .calls import Batch, Finding, ToolCall
 from .pipeline import CallSink, FindingSink, Pipeline, run_async
+from .redact import pii_redaction
 from .result import EvaluationResult, compute_score
 
 __all__ = ["LiveRun", "plain_errors", "watch"]
@@ -297,6 +299,8 @@ async def watch(
     keep_calls: bool = False,
     buffer: int = 64,
     checks: Sequence[Any] | None = None,
+    rules: RulesInput = None,
+    pii: bool | Iterable[str] | None = None,
 ) -> AsyncIterator[LiveRun]:
     """Evaluate ``source`` live: findings as they happen, the result at the end.
 
@@ -323,6 +327,10 @@ async def watch(
             waits (so a slow consumer bounds memory, never loses findings).
         checks: your own checks, as for :func:`~toolscore.api.evaluate_stream` (an async
             ``afeed`` is awaited; its findings are iterated with the others).
+        rules: hard rules (match modes, ordering and counts, allowlist, schemas, data flow),
+            as for :func:`~toolscore.api.evaluate_stream`.
+        pii: also look for (and redact) personal data: ``True`` for every kind, or kind
+            names; ``None`` keeps the enclosing setting.
 
     Yields:
         The :class:`LiveRun`.
@@ -333,29 +341,31 @@ async def watch(
         UsageError: a bad ``format``.
         ValueError: a bad weight.
     """
-    pipeline, gold_calls, norm = open_run(
-        gold,
-        weights,
-        forbidden,
-        strict=strict,
-        keep_calls=keep_calls,
-        on_calls=on_calls,
-        checks=checks,
-    )
-    send, receive = anyio.create_memory_object_stream[list[Finding]](buffer)
-    run = LiveRun(pipeline, gold_calls, norm, receive, send, on_finding)
-    pipeline.on_finding = run._sink
-    try:
-        with plain_errors():
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(run._produce, _live_source(source), format)
-                try:
-                    yield run
-                finally:
-                    tg.cancel_scope.cancel()
-    finally:
-        send.close()
-        receive.close()
-    if run._failure is not None and not run._failure_seen:
-        run._failure_seen = True
-        raise run._failure
+    with pii_redaction(pii):
+        pipeline, gold_calls, norm = open_run(
+            gold,
+            weights,
+            forbidden,
+            strict=strict,
+            keep_calls=keep_calls,
+            on_calls=on_calls,
+            checks=checks,
+            rules=check_rules(rules, "rules"),
+        )
+        send, receive = anyio.create_memory_object_stream[list[Finding]](buffer)
+        run = LiveRun(pipeline, gold_calls, norm, receive, send, on_finding)
+        pipeline.on_finding = run._sink
+        try:
+            with plain_errors():
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(run._produce, _live_source(source), format)
+                    try:
+                        yield run
+                    finally:
+                        tg.cancel_scope.cancel()
+        finally:
+            send.close()
+            receive.close()
+        if run._failure is not None and not run._failure_seen:
+            run._failure_seen = True
+            raise run._failure
