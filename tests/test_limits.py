@@ -131,6 +131,10 @@ def test_evaluate_stream_names_the_position(tmp_path: Path) -> None:
     assert info.value.offset is not None and info.value.line == 1
 
 
+def _eval_command(gold: Path, trace: Path, report: Path) -> list[str]:
+    return [sys.executable, "-m", "toolscore", "eval", str(gold), str(trace), "-o", str(report)]
+
+
 def _limited() -> None:  # pragma: no cover - runs in the child
     resource.setrlimit(resource.RLIMIT_AS, (2_000_000_000, 2_000_000_000))
 
@@ -149,16 +153,7 @@ def test_100k_deep_cli_exits_2_fast_and_small(make: object, tmp_path: Path) -> N
     gold.write_text('[{"tool": "a"}]')
     start = time.monotonic()
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "toolscore",
-            "eval",
-            str(gold),
-            str(trace),
-            "-o",
-            str(tmp_path / "r.json"),
-        ],
+        _eval_command(gold, trace, tmp_path / "r.json"),
         capture_output=True,
         text=True,
         timeout=60,
@@ -201,16 +196,7 @@ def test_cli_max_value_bytes(tmp_path: Path) -> None:
     trace.write_text(big_string_traces(2 << 20)["jsonl"])
     gold = tmp_path / "gold.json"
     gold.write_text('[{"tool": "a"}]')
-    cmd = [
-        sys.executable,
-        "-m",
-        "toolscore",
-        "eval",
-        str(gold),
-        str(trace),
-        "-o",
-        str(tmp_path / "r.json"),
-    ]
+    cmd = _eval_command(gold, trace, tmp_path / "r.json")
     proc = subprocess.run([*cmd, "--max-value-bytes", "1000000"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "over the value limit of 1,000,000 bytes" in proc.stderr

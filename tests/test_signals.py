@@ -171,13 +171,11 @@ def _start_parallel(big: Path, out: Path, tmp: Path) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_workers_end_with_a_signal(
-    tmp_path: Path, private_tmp: Path, big_trace: Path, signum: int, status: int
-) -> None:
-    out = tmp_path / "out"
-    out.mkdir()
-    proc = _start_parallel(big_trace, out, private_tmp)
+def _started_with_workers(
+    big: Path, out: Path, tmp: Path
+) -> tuple[subprocess.Popen[bytes], list[int]]:
+    """A parallel ``eval`` whose worker processes have been forked (or that already ended)."""
+    proc = _start_parallel(big, out, tmp)
     children: list[int] = []
 
     def forked() -> bool:
@@ -185,6 +183,16 @@ def test_workers_end_with_a_signal(
         return bool(children) or proc.poll() is not None
 
     _until(forked, "the worker processes")
+    return proc, children
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_workers_end_with_a_signal(
+    tmp_path: Path, private_tmp: Path, big_trace: Path, signum: int, status: int
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    proc, children = _started_with_workers(big_trace, out, private_tmp)
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=WAIT)
     if proc.returncode == 0:
@@ -200,14 +208,7 @@ def test_workers_end_when_the_main_process_is_killed(
 ) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    proc = _start_parallel(big_trace, out, private_tmp)
-    children: list[int] = []
-
-    def forked() -> bool:
-        children[:] = _children(proc.pid)
-        return bool(children) or proc.poll() is not None
-
-    _until(forked, "the worker processes")
+    proc, children = _started_with_workers(big_trace, out, private_tmp)
     proc.kill()
     # the caller's pipes reach end of file: no orphan holds them open (a CI step would hang)
     assert proc.stdout is not None
