@@ -151,3 +151,22 @@ def test_memory_url(dataset: tuple[Path, Path]) -> None:
     local = evaluate_dataset(str(gold), str(traces), engine="inline")
     assert _plain(result)[1] == _plain(local)[1]
     fs.rm("/ds", recursive=True)
+
+
+def test_dask_workers_get_pii_and_the_value_limit(tmp_path: Path, client: Any) -> None:
+    from collections import Counter
+
+    from test_dataset_options import expected_counts, write_dataset
+
+    count = 12
+    gold = write_dataset(tmp_path / "traces", count)
+    result = evaluate_dataset(
+        str(gold), str(tmp_path / "traces"), client=client, pii=True, max_value_bytes=1000
+    )
+    assert result.engine == "dask"
+    kinds: Counter[str] = Counter()
+    for record in result:
+        kinds.update(record.findings)
+    too_large, emails = expected_counts(count)
+    assert kinds["input/too_large"] == too_large
+    assert kinds["pii/email"] == emails

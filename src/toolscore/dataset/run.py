@@ -14,7 +14,7 @@ import sqlite3
 import tempfile
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,6 +190,8 @@ def evaluate_dataset(
     on_progress: Callable[[int, int | None, int, int], None] | None = None,
     on_problem: Callable[[str], None] | None = None,
     workdir: str | None = None,
+    pii: bool | Iterable[str] | None = None,
+    max_value_bytes: int | None = None,
 ) -> DatasetResult:
     """Evaluate every trace of a dataset against its own gold.
 
@@ -220,6 +222,10 @@ def evaluate_dataset(
             total bytes)`` as parts finish.
         on_problem: receives run-level problems (a worker died, a part retried) as they happen.
         workdir: where temporary files go (default: the system's).
+        pii: also look for (and redact) personal data, as for :func:`toolscore.evaluate_trace`
+            (``None``: the kinds active in the caller, e.g. the command line's ``--pii``).
+        max_value_bytes: the largest value read whole (``None``: the limit active in the
+            caller, e.g. ``--max-value-bytes``). Both are carried to every worker.
 
     Raises:
         InputError: TRACES matches nothing.
@@ -241,6 +247,13 @@ def evaluate_dataset(
         except re.error as exc:
             raise UsageError(f"--task-regex: {exc}") from None
     norm = None if weights is None else normalize_weights(weights)
+    from ..limits import max_value_bytes as active_limit
+    from ..limits import value_limit
+    from ..redact import active_pii, pii_kinds
+
+    kinds = active_pii() if pii is None else pii_kinds(pii)
+    with value_limit(max_value_bytes):  # checks the value
+        limit = active_limit()
     options = dict(storage_options or {})
     started = time.perf_counter()
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
@@ -273,6 +286,8 @@ def evaluate_dataset(
             interleaved=interleaved,
             storage_options=options,
             spill_dir=work,
+            pii=kinds,
+            max_value_bytes=limit,
         )
         return _drive(
             parts,

@@ -59,6 +59,10 @@ class Config:
     interleaved: bool = False
     storage_options: dict[str, Any] = field(default_factory=dict)
     spill_dir: str | None = None
+    pii: frozenset[str] = frozenset()
+    """The opt-in personal-data kinds looked for and redacted (``--pii``)."""
+    max_value_bytes: int | None = None
+    """The largest value read whole (``--max-value-bytes``); ``None``: the default."""
 
 
 @dataclass
@@ -259,7 +263,16 @@ def _input_problem(result: Any, source: str, linenos: list[int] | None) -> str |
 
 
 def run_part(part: Part, cfg: Config) -> PartResult:
-    """Evaluate every trace of ``part``."""
+    """Evaluate every trace of ``part`` (under the run's ``--pii`` and ``--max-value-bytes``:
+    a pool process or a Dask worker has its own context, so they travel in ``cfg``)."""
+    from ..limits import value_limit
+    from ..redact import pii_redaction
+
+    with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes):
+        return _run_part(part, cfg)
+
+
+def _run_part(part: Part, cfg: Config) -> PartResult:
     gold = gold_lookup(cfg.gold)
     tasks = _Tasks(cfg)
     records: list[TraceRecord] = []
