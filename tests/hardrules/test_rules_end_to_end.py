@@ -301,12 +301,18 @@ def test_parts_read_by_other_processes_give_the_same_findings(
              {"tool": "search", "min": 500}], "match": ["superset", "subset"]}  # fmt: skip
     rule_path = _write(tmp_path / "rules.json", rules)
     assert parallel.plan(path, "auto", 3) is not None
-    # The rules check is not mergeable across processes (see HardRulesCheck.mergeable: a
-    # part's state grows quadratically), so workers=3 reads this trace in one process and
-    # must still give the same answer; the merge of parts itself is held by the
-    # conformance tests (tests/test_conformance.py, tests/hardrules).
+    runs: list[Any] = []
+    read = parallel.run
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        runs.append(args[1])  # the plan whose parts other processes read
+        read(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "run", counted)
     one = evaluate_trace(GOLD, path, forbidden=rule_path, workers=1)
+    assert runs == []
     parts = evaluate_trace(GOLD, path, forbidden=rule_path, workers=3)
+    assert len(runs) == 1 and len(runs[0].bounds) > 2  # read in parts by other processes
     assert parts.metrics["rule_metrics"] == one.metrics["rule_metrics"]
     kinds = {v["kind"] for v in one.rule_violations}
     assert kinds == {

@@ -21,9 +21,18 @@ from itertools import accumulate, compress, groupby
 from typing import Any
 
 from ..calls import Batch, Finding, ToolCall
+from ..capped import MAX_RECORDS
 from ..hardrules.matching import MatchState, call_modes, column_match, verdicts
 from ..hardrules.spec import RuleSet
-from ..hardrules.state import PENDING_SINKS, FlowState, SeqState, Source, Violation
+from ..hardrules.state import (
+    PENDING_SINKS,
+    FlowRun,
+    FlowState,
+    SeqRun,
+    SeqState,
+    Source,
+    Violation,
+)
 from ..redact import PREFILTER_SCAN, redact_secrets, scan_text
 from ..rules import CompiledRule
 from ._base import BaseCheck, State
@@ -75,13 +84,11 @@ class HardRulesCheck(BaseCheck):
     """
 
     name = "rules"
-    mergeable = False
-    """Its states merge (``toolscore.testing.check_conformance`` holds it to that), but a
-    trace is not read in parts by other processes while hard rules are on: a part keeps every
-    violation it finds in its immutable state, and each batch copies them, so a large part
-    costs time quadratic in its violations (1 GB of JSON Lines with every rule kind: minutes
-    in a worker). One process reads such a trace in linear time until the part state keeps
-    its violations in a list."""
+    mergeable = True
+    """Its states merge (``toolscore.testing.check_conformance`` holds it to that). While it
+    reads, the check keeps its state in place (:class:`~toolscore.hardrules.state.SeqRun`,
+    :class:`~toolscore.hardrules.state.FlowRun`): a batch costs its own calls, whatever was
+    found before it, and the frozen state is built when :meth:`state` is asked for."""
 
     def __init__(
         self,
@@ -122,8 +129,9 @@ class HardRulesCheck(BaseCheck):
         self.end: tuple[Violation, ...] = ()
         """The violations found at the end of the trace (``min`` counts, match modes)."""
         self.verdicts: dict[str, tuple[bool, str]] = {}
+        self._said_cache: dict[tuple[Any, ...], str] = {}
 
-    def _start(self, part: bool) -> tuple[SeqState, FlowState]:
+    def _start(self, part: bool) -> tuple[SeqRun, FlowRun]:
         n_counts, n_orders = len(self.rules.counts), len(self.rules.order)
         match = MatchState(len(self.gold)) if self._modes else None
         seq = SeqState(
@@ -131,7 +139,8 @@ class HardRulesCheck(BaseCheck):
             (None,) * n_orders, (), match,
         )  # fmt: skip
         n_flows = len(self._flows)
-        return seq, FlowState(not part, 0, (None,) * n_flows, ((),) * n_flows)
+        flow = FlowState(not part, 0, (None,) * n_flows, ((),) * n_flows)
+        return SeqRun(seq), FlowRun(flow)
 
     def begin_part(self) -> None:
         """Read a later part of a trace on its own: keep what it finds in its state."""
@@ -142,7 +151,7 @@ class HardRulesCheck(BaseCheck):
         """Go on from ``state`` (the merged state of the parts read so far): what
         :meth:`finish` reads."""
         assert state.seq is not None and state.flow is not None
-        self.seq, self.flow = state.seq, state.flow
+        self.seq, self.flow = SeqRun(state.seq), FlowRun(state.flow)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -150,12 +159,15 @@ class HardRulesCheck(BaseCheck):
         found: list[Violation] = []
         if batch.n_calls:
             span = self._seq_span(batch.columns())
-            self.seq, new = self._merge_seq(self.seq, span)
-            found.extend(new)
+            found.extend(
+                self.seq.absorb(
+                    span, self._maxes, self._budgets, self._count_tools, self._count_ids,
+                    self._orders, self._order_ids,
+                )
+            )  # fmt: skip
         if self._flows and batch.n_done:
             span_f = self._flow_span(batch.done_columns())
-            self.flow, new_f = self.flow.merge_found(span_f, self._flow_ids)
-            found.extend(new_f)
+            found.extend(self.flow.absorb(span_f, self._flow_ids))
         if self.part or not found:
             return []
         found.sort(key=_order_key)
@@ -220,7 +232,7 @@ class HardRulesCheck(BaseCheck):
             allowed = self._allow
             rule = self.rules.allow_id
             violations.extend(
-                Violation(rule, "tool_not_allowed", i, t, "is not an allowed tool")
+                Violation(rule, "tool_not_allowed", i, t, _NOT_ALLOWED, None, None, location(i))
                 for i, t in enumerate(tools)
                 if t not in allowed
             )
@@ -230,7 +242,7 @@ class HardRulesCheck(BaseCheck):
         match = None
         if self._modes:
             match = MatchState.of(len(self.gold), self._masks(cols, groups), tools)
-        placed = tuple(v.but(where=location(v.index)) for v in violations)
+        placed = tuple(violations)
         return SeqState(
             False, n, tuple(counts), tuple(heads), tuple(seen), tuple(firsts),
             placed, match, places,
@@ -258,7 +270,7 @@ class HardRulesCheck(BaseCheck):
             out.append(
                 Violation(f"schema:{tools[i]}", "schema_violation", i, tools[i],
                           f"arguments fail its schema at '{path or '(root)'}': {text}{more}",
-                          path)
+                          path, None, cols.location(i))
             )  # fmt: skip
         return out
 
@@ -282,6 +294,7 @@ class HardRulesCheck(BaseCheck):
 
     def _flow_span(self, cols: Any) -> FlowState:
         tools: list[str] = cols.tools
+        location = cols.location
         n = len(tools)
         state = self.flow
         # read from the start of the trace, a rule whose source came already needs no source
@@ -313,13 +326,12 @@ class HardRulesCheck(BaseCheck):
             if first is not None:
                 src = first
                 violations.extend(
-                    Violation(rule_id, "data_flow", i, t, "sends data out", None, src)
+                    Violation(rule_id, "data_flow", i, t, "sends data out", None, src, location(i))
                     for i, t in enumerate(tools[stop:], stop)
                     if t in sinks
                 )
         violations.sort(key=_order_key)
-        location = cols.location
-        placed = tuple(v.but(where=location(v.index)) for v in violations)
+        placed = tuple(violations)
         keep = sorted({i for waiting in pending for i, _ in waiting})
         places = tuple((i, location(i)) for i in keep)
         return FlowState(False, n, tuple(sources), tuple(pending), placed, places)
@@ -375,7 +387,9 @@ class HardRulesCheck(BaseCheck):
 
     def state(self) -> RulesState:
         """The check's state: what it read, mergeable with a later part's."""
-        return RulesState(self.seq, self.flow, self.end, dict(self.verdicts), engine=self)
+        return RulesState(
+            self.seq.frozen(), self.flow.frozen(), self.end, dict(self.verdicts), engine=self
+        )
 
     # -- results -------------------------------------------------------------------------
 
@@ -385,25 +399,37 @@ class HardRulesCheck(BaseCheck):
         return self.state().violations
 
     def _finding(self, v: Violation) -> Finding:
+        if v.index is None:
+            return Finding("rules", v.kind, "error", self.message(v), None, v.tool, v.where,
+                           path=v.path)  # fmt: skip
         return Finding(
-            check="rules",
-            kind=v.kind,
-            severity="error",
-            message=self.message(v),
-            call_index=v.index,
-            tool=v.tool,
-            location=v.where,
-            path=v.path,
-        )
+            "rules", v.kind, "error", None, v.index, v.tool, v.where, path=v.path,
+            detail=self._said(v), template=_AT_CALL,
+        )  # fmt: skip
 
     def message(self, v: Violation) -> str:
         """A violation as one line (redacted)."""
-        reason = self._reasons.get(v.rule)
-        tail = f" (rule {v.rule}{': ' + reason if reason else ''})"
         if v.index is None:
-            return redact_secrets(f"{v.text()}{tail}")
-        who = f"call {v.index + 1}" + (f" {v.tool}" if v.tool else "")
-        return redact_secrets(f"{who} {v.text()}{tail}")
+            return redact_secrets(f"{v.text()}{self._tail(v.rule)}")
+        return f"call {v.index + 1} {self._said(v)}"
+
+    def _tail(self, rule: str) -> str:
+        reason = self._reasons.get(rule)
+        return f" (rule {rule}{': ' + reason if reason else ''})"
+
+    def _said(self, v: Violation) -> str:
+        """What a message says after ``call N``: the tool, what happened and the rule,
+        redacted. Many violations say the same (an unknown tool, a sink after one source),
+        so each text is redacted once (up to :data:`_SAID` texts)."""
+        key = (v.rule, v.tool, v.detail, v.source)
+        said = self._said_cache.get(key)
+        if said is None:
+            tool = f"{v.tool} " if v.tool else ""
+            said = redact_secrets(f"{tool}{v.text()}{self._tail(v.rule)}")
+            if len(self._said_cache) >= _SAID:
+                self._said_cache.clear()
+            self._said_cache[key] = said
+        return said
 
     def metrics(self) -> dict[str, Any]:
         """:meth:`RulesState.metrics` of the calls so far."""
@@ -461,13 +487,24 @@ class RulesState(State):
 
     @property
     def violations(self) -> list[Violation]:
-        """Every violation, in call order (those at the end of the trace last)."""
+        """The violations kept, in call order (those at the end of the trace last): the
+        first :data:`~toolscore.capped.MAX_RECORDS` of the calls', and those at the end."""
         assert self.seq is not None and self.flow is not None
         both = sorted((*self.seq.violations, *self.flow.violations), key=_order_key)
+        if self.seq.origin:
+            del both[MAX_RECORDS:]
         return [*both, *self.end]
 
+    @property
+    def violation_count(self) -> int:
+        """Every violation, counted (kept or not)."""
+        assert self.seq is not None and self.flow is not None
+        return self.seq.violation_count + self.flow.violation_count + len(self.end)
+
     def metrics(self) -> dict[str, Any]:
-        """``{"rule_metrics": {"violation_count", "rule_count", "violations", "match"}}``."""
+        """``{"rule_metrics": {"violation_count", "rule_count", "violations", "match"}}``,
+        and ``violations_omitted`` past :data:`~toolscore.capped.MAX_RECORDS` records (the
+        count is exact)."""
         engine = self.engine
         assert engine is not None
         records = [
@@ -481,11 +518,14 @@ class RulesState(State):
             }
             for v in self.violations
         ]
+        count = self.violation_count
         out: dict[str, Any] = {
-            "violation_count": len(records),
+            "violation_count": count,
             "rule_count": engine.rules.rule_count(),
             "violations": records,
         }
+        if count > len(records):  # the JSON report's findings have every one
+            out["violations_omitted"] = count - len(records)
         if self.verdicts:
             out["match"] = {
                 mode: {"passed": passed, "detail": why}
@@ -510,6 +550,12 @@ class _Groups:
             order = sorted(range(len(self._tools)), key=name)
             self._by_tool = {t: list(run) for t, run in groupby(order, key=name)}
         return self._by_tool.get(tool, [])
+
+
+_AT_CALL = "call {call} {detail}"
+_NOT_ALLOWED = "is not an allowed tool"
+_SAID = 4096
+"""Redacted message texts a check remembers."""
 
 
 def _order_key(v: Violation) -> tuple[int, str]:

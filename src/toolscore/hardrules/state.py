@@ -21,14 +21,14 @@ merged in order gives the same violations (tests hold this with hypothesis).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..calls import Location
+from ..capped import MAX_RECORDS
 from .matching import MatchState
 
-__all__ = ["PENDING_SINKS", "FlowState", "SeqState", "Violation"]
+__all__ = ["PENDING_SINKS", "FlowRun", "FlowState", "SeqRun", "SeqState", "Violation"]
 
 PENDING_SINKS = 10_000
 """The sink calls a stretch that does not start the trace keeps per data-flow rule, waiting
@@ -86,17 +86,6 @@ Places = tuple[tuple[int, Location | None], ...]
 found at a merge shows. Never part of a state's equality (a part numbers its lines from 1)."""
 
 
-def _places(
-    mine: Places, theirs: Places, shift: int, keep: Iterable[int]
-) -> tuple[Places, dict[int, Location | None]]:
-    """The places of both stretches (the later one's moved), those in ``keep`` kept, and all
-    of the later one's by their index in the merged state."""
-    later = {i + shift: loc for i, loc in theirs}
-    both = dict(mine)
-    both.update(later)
-    return tuple((i, both.get(i)) for i in sorted(set(keep))), later
-
-
 def _moved_line(loc: Location | None, lines: int) -> Location | None:
     if loc is None or loc.line is None or not lines:
         return loc
@@ -127,8 +116,17 @@ class SeqState:
     """Per order rule: the first call to ``after`` with no ``before`` ahead of it (a
     violation in an origin state, pending otherwise)."""
     violations: tuple[Violation, ...] = ()
+    """The violations found (the first :data:`~toolscore.capped.MAX_RECORDS` of the trace in
+    a state that starts it; every one in a later stretch's, which the merge reports)."""
     match: MatchState | None = None
     places: Places = field(default=(), compare=False)
+    omitted: int = 0
+    """Violations found past the ones kept (counted, not kept)."""
+
+    @property
+    def violation_count(self) -> int:
+        """Every violation found, counted."""
+        return len(self.violations) + self.omitted
 
     def relocated(self, lines: int) -> SeqState:
         """The same state with its calls' lines ``lines`` further on (a part read alone)."""
@@ -147,57 +145,122 @@ class SeqState:
         show, with ``later``'s own (moved after this stretch): every violation new to the
         merged state, in call order. Count and order violations are found only when this
         stretch starts the trace."""
+        run = SeqRun.of(self)
+        found = run.absorb(later, maxes, budgets, tools, rules, orders, order_ids)
+        return run.frozen(), found
+
+
+class SeqRun:
+    """A :class:`SeqState` being built, batch after batch, in place: what the check keeps
+    while it reads. Merging a batch's state into it costs that batch, not the stretch read
+    so far (a frozen state copied its violations, heads and places at every batch: time
+    quadratic in them). :meth:`frozen` is the :class:`SeqState`."""
+
+    __slots__ = (
+        "calls", "counts", "firsts", "heads", "match", "omitted", "origin", "places", "seen",
+        "violations",
+    )  # fmt: skip
+
+    def __init__(self, state: SeqState) -> None:
+        self.origin = state.origin
+        self.calls = state.calls
+        self.counts = list(state.counts)
+        self.heads = [list(head) for head in state.heads]
+        self.seen = list(state.seen)
+        self.firsts = list(state.first_after)
+        self.violations = list(state.violations)
+        self.omitted = state.omitted
+        self.match = state.match
+        self.places: dict[int, Location | None] = dict(state.places)
+
+    @classmethod
+    def of(cls, state: SeqState) -> SeqRun:
+        return cls(state)
+
+    def frozen(self) -> SeqState:
+        return SeqState(
+            self.origin, self.calls, tuple(self.counts), tuple(map(tuple, self.heads)),
+            tuple(self.seen), tuple(self.firsts), tuple(self.violations), self.match,
+            tuple(sorted(self.places.items())), self.omitted,
+        )  # fmt: skip
+
+    def absorb(
+        self, later: SeqState, maxes: tuple[int | None, ...], budgets: tuple[bool, ...],
+        tools: tuple[str | None, ...], rules: tuple[str, ...], orders: tuple[tuple[str, str], ...],
+        order_ids: tuple[str, ...],
+    ) -> list[Violation]:  # fmt: skip
+        """Merge ``later`` into this stretch, in place: the violations new to it, in call
+        order (see :meth:`SeqState.merge_found`)."""
         shift = self.calls
+        origin = self.origin
         found: list[Violation] = []
-        counts: list[int] = []
-        heads: list[tuple[tuple[int, int], ...]] = []
-        _, at_later = _places((), later.places, shift, ())
-        for r, (mine, theirs) in enumerate(zip(self.counts, later.counts, strict=True)):
+        at_later = {i + shift: loc for i, loc in later.places} if later.places else {}
+        counts = self.counts
+        for r, theirs in enumerate(later.counts):
+            if not theirs:
+                continue
+            mine = counts[r]
             total = mine + theirs
-            counts.append(total)
+            counts[r] = total
             high = maxes[r]
             if high is None:
-                heads.append(())
                 continue
-            if self.origin and mine <= high < total:  # went past max in the later stretch
-                index = dict(later.heads[r])[high - mine] + shift  # its (high-mine+1)-th call
-                v = _too_many(rules[r], index, tools[r], high, budgets[r])
-                found.append(v.but(where=at_later.get(index)))
-            if self.origin:
-                heads.append(())
-            else:
-                moved = tuple((k + mine, i + shift) for k, i in later.heads[r] if k + mine <= high)
-                heads.append(self.heads[r] + moved)
-        seen: list[bool] = []
-        firsts: list[int | None] = []
-        for r, (was, first) in enumerate(zip(self.seen, self.first_after, strict=True)):
-            seen.append(was or later.seen[r])
-            if first is not None or was or later.first_after[r] is None:
-                firsts.append(first)
+            if origin:
+                if mine <= high < total:  # went past max in the later stretch
+                    index = dict(later.heads[r])[high - mine] + shift  # its (high-mine+1)-th
+                    v = _too_many(rules[r], index, tools[r], high, budgets[r])
+                    found.append(v.but(where=at_later.get(index)))
                 continue
-            index = later.first_after[r] + shift  # type: ignore[operator]
-            firsts.append(index)
-            if self.origin:
+            head = self.heads[r]
+            for k, i in later.heads[r]:
+                if k + mine > high:
+                    break
+                head.append((k + mine, i + shift))
+                self.places[i + shift] = at_later.get(i + shift)
+        seen, firsts = self.seen, self.firsts
+        for r, first in enumerate(firsts):
+            was = seen[r]
+            if later.seen[r]:
+                seen[r] = True
+            ahead = later.first_after[r]
+            if first is not None or was or ahead is None:
+                continue
+            index = ahead + shift
+            firsts[r] = index
+            if origin:
                 before, after = orders[r]
                 found.append(
                     Violation(order_ids[r], "order_violation", index, after,
                               f"comes before any call to {before}", where=at_later.get(index))
                 )  # fmt: skip
-        new = sorted(found + [v.moved(shift) for v in later.violations], key=_by_index)
-        violations = self.violations + tuple(new) if new else self.violations
-        match = self.match
-        if match is not None and later.match is not None:
-            match = match.merge(later.match)
-        places: Places = ()
-        if not self.origin:
-            keep = [i for head in heads for _, i in head]
-            keep += [i for i in firsts if i is not None]
-            places, _ = _places(self.places, later.places, shift, keep)
-        state = SeqState(
-            self.origin, shift + later.calls, tuple(counts), tuple(heads), tuple(seen),
-            tuple(firsts), violations, match, places,
-        )  # fmt: skip
-        return state, new
+            else:
+                self.places[index] = at_later.get(index)
+        if later.violations:
+            found.extend(v.moved(shift) for v in later.violations)
+        if found:
+            found.sort(key=_by_index)
+            self.omitted += _keep(self.violations, found, origin)
+        self.omitted += later.omitted
+        if self.match is not None and later.match is not None:
+            self.match = self.match.merge(later.match)
+        self.calls = shift + later.calls
+        return found
+
+
+def _keep(kept: list[Violation], new: list[Violation], origin: bool) -> int:
+    """Add ``new`` (in call order, after ``kept``) to ``kept``: all of them in a stretch that
+    does not start the trace (the merge reports them), the first
+    :data:`~toolscore.capped.MAX_RECORDS` of the trace otherwise. Returns how many were left
+    out."""
+    if not origin:
+        kept.extend(new)
+        return 0
+    room = max(MAX_RECORDS - len(kept), 0)
+    if len(new) <= room:
+        kept.extend(new)
+        return 0
+    kept.extend(new[:room])
+    return len(new) - room
 
 
 def _by_index(v: Violation) -> tuple[int, str]:
@@ -229,7 +292,15 @@ class FlowState:
     """Per rule, in a stretch that is not the origin: the sink calls ``(index, tool)`` before
     its first source (at most :data:`PENDING_SINKS`)."""
     violations: tuple[Violation, ...] = ()
+    """As :attr:`SeqState.violations`."""
     places: Places = field(default=(), compare=False)
+    omitted: int = 0
+    """Violations found past the ones kept (counted, not kept)."""
+
+    @property
+    def violation_count(self) -> int:
+        """Every violation found, counted."""
+        return len(self.violations) + self.omitted
 
     def relocated(self, lines: int) -> FlowState:
         """The same state with its calls' lines ``lines`` further on (a part read alone)."""
@@ -244,44 +315,70 @@ class FlowState:
     ) -> tuple[FlowState, list[Violation]]:
         """This stretch followed by ``later``, and the violations new to the merged state
         (those only the two together show, and ``later``'s own, moved), in call order."""
+        run = FlowRun.of(self)
+        found = run.absorb(later, rules)
+        return run.frozen(), found
+
+
+class FlowRun:
+    """A :class:`FlowState` being built in place, as :class:`SeqRun` is."""
+
+    __slots__ = ("calls", "omitted", "origin", "pending", "places", "sources", "violations")
+
+    def __init__(self, state: FlowState) -> None:
+        self.origin = state.origin
+        self.calls = state.calls
+        self.sources = list(state.sources)
+        self.pending = [list(waiting) for waiting in state.pending]
+        self.violations = list(state.violations)
+        self.omitted = state.omitted
+        self.places: dict[int, Location | None] = dict(state.places)
+
+    @classmethod
+    def of(cls, state: FlowState) -> FlowRun:
+        return cls(state)
+
+    def frozen(self) -> FlowState:
+        return FlowState(
+            self.origin, self.calls, tuple(self.sources), tuple(map(tuple, self.pending)),
+            tuple(self.violations), tuple(sorted(self.places.items())), self.omitted,
+        )  # fmt: skip
+
+    def absorb(self, later: FlowState, rules: tuple[str, ...]) -> list[Violation]:
+        """Merge ``later`` into this stretch, in place: the violations new to it, in call
+        order (see :meth:`FlowState.merge_found`)."""
         shift = self.calls
         found: list[Violation] = []
-        sources: list[Source | None] = []
-        pending: list[tuple[tuple[int, str], ...]] = []
-        _, at_later = _places((), later.places, shift, ())
+        at_later = {i + shift: loc for i, loc in later.places} if later.places else {}
+        earlier: dict[str, Source] = {}
         for r, source in enumerate(self.sources):
             waiting = later.pending[r]
             if source is not None:
+                earlier[rules[r]] = source
                 found.extend(
                     _leak(rules[r], i + shift, tool, source, at_later.get(i + shift))
                     for i, tool in waiting
                 )
-                sources.append(source)
-                pending.append(() if self.origin else self.pending[r])
                 continue
             theirs = later.sources[r]
-            sources.append(None if theirs is None else (theirs[0] + shift, theirs[1], theirs[2]))
-            if self.origin:
-                pending.append(())  # sinks with no source before them: nothing to report
-            else:
-                moved = tuple((index + shift, tool) for index, tool in waiting)
-                pending.append((self.pending[r] + moved)[:PENDING_SINKS])
-        earlier = {rules[r]: src for r, src in enumerate(self.sources) if src is not None}
+            if theirs is not None:
+                self.sources[r] = (theirs[0] + shift, theirs[1], theirs[2])
+            if not self.origin:  # an origin keeps no sink without a source before it
+                mine = self.pending[r]
+                for index, tool in waiting[: max(PENDING_SINKS - len(mine), 0)]:
+                    mine.append((index + shift, tool))
+                    self.places[index + shift] = at_later.get(index + shift)
         for v in later.violations:
             placed = v.moved(shift)
             if v.rule in earlier:  # the source that counts is the first of the whole
                 placed = placed.but(source=earlier[v.rule])
             found.append(placed)
-        found.sort(key=_by_index)
-        violations = self.violations + tuple(found) if found else self.violations
-        places: Places = ()
-        if not self.origin:
-            places, _ = _places(self.places, later.places, shift,
-                                (i for waiting in pending for i, _ in waiting))  # fmt: skip
-        state = FlowState(
-            self.origin, shift + later.calls, tuple(sources), tuple(pending), violations, places
-        )
-        return state, found
+        if found:
+            found.sort(key=_by_index)
+            self.omitted += _keep(self.violations, found, self.origin)
+        self.omitted += later.omitted
+        self.calls = shift + later.calls
+        return found
 
 
 def _leak(rule: str, index: int, tool: str, source: Source, where: Location | None) -> Violation:
