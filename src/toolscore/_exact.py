@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 __all__ = ["ExactSum"]
 
@@ -134,6 +133,8 @@ def _of_floats(floats: list[float], integers: int) -> ExactSum:
 
 def _slow(floats: list[float], integers: int) -> ExactSum:
     """Infinities and NaN apart, the finite values as fractions, one by one."""
+    from fractions import Fraction  # rare: not loaded at every start
+
     finite = [v for v in floats if math.isfinite(v)]
     special: float | None = None
     if len(finite) != len(floats):

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .api import evaluate, extract_calls
-from .hardrules.spec import ruleset
-from .result import EvaluationResult, normalize_weights
-from .rules import check_forbidden_calls, rules_from_python
+if TYPE_CHECKING:
+    from .result import EvaluationResult
+
+# ``import toolscore`` imports this module (``toolscore.expect`` is its function), so what it
+# uses is imported when first used: ``toolscore --help`` and ``--version`` need none of it.
 
 __all__ = [
     "Expectation",
@@ -25,6 +26,19 @@ __all__ = [
 ]
 
 _EPSILON = 1e-9
+
+
+def evaluate(*args: Any, **kwargs: Any) -> EvaluationResult:
+    """:func:`toolscore.evaluate`, imported on first use."""
+    from .api import evaluate as run
+
+    return run(*args, **kwargs)
+
+
+def _ruleset(rules: Any) -> Any:
+    from .hardrules.spec import ruleset
+
+    return ruleset(rules)
 
 
 class ToolScoreAssertionError(AssertionError):
@@ -163,7 +177,7 @@ class Expectation:
 
     def _add(self, key: str, item: Any) -> Expectation:
         self._rules.setdefault(key, []).append(item)
-        ruleset(self._rules)  # a bad rule fails here, where it was written
+        _ruleset(self._rules)  # a bad rule fails here, where it was written
         return self
 
     def calls_in_order(self, *tools: str) -> Expectation:
@@ -193,14 +207,14 @@ class Expectation:
     def only_calls(self, *tools: str) -> Expectation:
         """No tool but these is called (an allowlist)."""
         self._rules["allow"] = sorted(set(self._rules.get("allow", tools)) & set(tools))
-        ruleset(self._rules)
+        _ruleset(self._rules)
         return self
 
     def with_schemas(self, definitions: Any) -> Expectation:
         """Every call's arguments match its tool's JSON Schema (OpenAI, Anthropic or MCP
         tool definitions, or ``{tool: schema}``)."""
         self._rules["schemas"] = definitions
-        ruleset(self._rules)
+        _ruleset(self._rules)
         return self
 
     def does_not_leak_to(self, *sinks: str, sources: Any = None) -> Expectation:
@@ -223,7 +237,7 @@ class Expectation:
         match = self._rules.setdefault("match", [])
         if mode not in match:
             match.append(mode)
-        ruleset(self._rules)
+        _ruleset(self._rules)
         return self
 
     def with_argument_mode(self, mode: str, tool: str | None = None, **per_arg: str) -> Expectation:
@@ -238,7 +252,7 @@ class Expectation:
             if per_arg:
                 spec["args"] = per_arg
             arguments.setdefault("tools", {})[tool] = spec
-        ruleset(self._rules)
+        _ruleset(self._rules)
         return self
 
     def with_score(self, min_score: float) -> Expectation:
@@ -247,6 +261,8 @@ class Expectation:
         return self
 
     def with_weights(self, **weights: float) -> Expectation:
+        from .result import normalize_weights
+
         normalize_weights(weights)
         self._weights = dict(weights)
         return self
@@ -289,7 +305,9 @@ class Expectation:
         return response
 
     def _finish(self, actual: Any) -> EvaluationResult:
+        from .api import extract_calls
         from .gold import calls_from_dicts
+        from .rules import check_forbidden_calls, rules_from_python
 
         if self._forbidden:
             calls = calls_from_dicts(extract_calls(actual))
@@ -312,7 +330,7 @@ class Expectation:
                         "agent's tools so it does not make this call."
                     )
                 )
-        rules = ruleset(self._rules) if self._rules else None
+        rules = _ruleset(self._rules) if self._rules else None
         if not self._calls:
             return _check_rules(evaluate([], actual, strict=self._strict, rules=rules))
         result = evaluate(self._calls, actual, self._weights, self._strict, rules=rules)

@@ -123,13 +123,11 @@ _MORE: tuple[tuple[str, str], ...] = (
     ),
 )
 
-PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(source)) for kind, source in (*_SEED, *_MORE)
-)
+PATTERNS: tuple[tuple[str, re.Pattern[str]], ...]
 """``(kind, compiled pattern)`` of every credential, in the order they are tried (Toolscore's
-ten first)."""
+ten first). Compiled on first use (see :func:`_compiled`): most runs never need them."""
 
-CREDENTIAL_KINDS: tuple[str, ...] = tuple(dict.fromkeys(kind for kind, _ in PATTERNS))
+CREDENTIAL_KINDS: tuple[str, ...] = tuple(dict.fromkeys(kind for kind, _ in (*_SEED, *_MORE)))
 """Every credential kind, in the order its patterns are tried."""
 
 # Each credential holds one of these literal texts (and so does the JSON text of a value
@@ -331,24 +329,48 @@ _PII_SOURCES: tuple[tuple[str, str, str], ...] = (
         r"[A-Z]{2}\d{2}",
     ),
 )
-PII_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(source)) for kind, source, _ in _PII_SOURCES
-)
-"""``(kind, compiled pattern)`` of the personal-data kinds, tried after every credential."""
-PII_KINDS: tuple[str, ...] = tuple(kind for kind, _ in PII_PATTERNS)
+PII_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...]
+"""``(kind, compiled pattern)`` of the personal-data kinds, tried after every credential
+(compiled on first use)."""
+PII_KINDS: tuple[str, ...] = tuple(kind for kind, _, _ in _PII_SOURCES)
 """The personal-data kinds; none is looked for unless asked (``pii=``)."""
+_PII_SET = frozenset(PII_KINDS)
 _PII_PREFILTER = {kind: hint for kind, _, hint in _PII_SOURCES}
 
-# (kind, pattern, validator or None, pattern has a "secret" group), in the order they are tried
-# (kind, pattern, validator or None, pattern has a "secret" group, gates: None for always)
+# (kind, pattern, validator or None, pattern has a "secret" group, gates: None for always), in
+# the order they are tried
 _Row = tuple[str, "re.Pattern[str]", "Callable[[str], bool] | None", bool, "tuple[str, ...] | None"]
-_TABLE: tuple[_Row, ...] = tuple(
-    (kind, pat, _VALIDATORS.get(kind), "secret" in pat.groupindex, _GATES[kind])
-    for kind, pat in PATTERNS
-)
-_PII_ROWS: dict[str, _Row] = {
-    kind: (kind, pat, _VALIDATORS.get(kind), False, None) for kind, pat in PII_PATTERNS
-}
+
+
+class _Compiled:
+    """The patterns compiled, with their rows: built the first time a text gets past the
+    prefilter (compiling them all costs about 4 ms, at every start otherwise)."""
+
+    def __init__(self) -> None:
+        self.patterns = tuple((kind, re.compile(source)) for kind, source in (*_SEED, *_MORE))
+        self.pii_patterns = tuple((kind, re.compile(source)) for kind, source, _ in _PII_SOURCES)
+        self.table: tuple[_Row, ...] = tuple(
+            (kind, pat, _VALIDATORS.get(kind), "secret" in pat.groupindex, _GATES[kind])
+            for kind, pat in self.patterns
+        )
+        self.pii_rows: dict[str, _Row] = {
+            kind: (kind, pat, _VALIDATORS.get(kind), False, None) for kind, pat in self.pii_patterns
+        }
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> _Compiled:
+    return _Compiled()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PATTERNS":
+        return _compiled().patterns
+    if name == "PII_PATTERNS":
+        return _compiled().pii_patterns
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _TABLES: dict[frozenset[str], tuple[tuple[_Row, ...], re.Pattern[str] | None]] = {}
 
 
@@ -380,13 +402,14 @@ def pii_kinds(pii: bool | Iterable[str] | None) -> frozenset[str]:
 
 def _table(pii: frozenset[str]) -> tuple[tuple[_Row, ...], re.Pattern[str] | None]:
     """The rows to try and the personal-data prefilter (None: no personal data asked)."""
+    compiled = _compiled()
     if not pii:
-        return _TABLE, None
+        return compiled.table, None
     found = _TABLES.get(pii)
     if found is None:
-        rows = tuple(_PII_ROWS[kind] for kind in PII_KINDS if kind in pii)
+        rows = tuple(compiled.pii_rows[kind] for kind in PII_KINDS if kind in pii)
         prefilter = re.compile("|".join(_PII_PREFILTER[kind] for kind in PII_KINDS if kind in pii))
-        found = _TABLES[pii] = (_TABLE + rows, prefilter)
+        found = _TABLES[pii] = (compiled.table + rows, prefilter)
     return found
 
 
@@ -449,7 +472,7 @@ def preview(kind: str, secret: str) -> str:
     characters of anything else)."""
     if kind == "private_key":
         return PRIVATE_KEY_PREVIEW
-    if kind in _PII_ROWS:
+    if kind in _PII_SET:
         if kind == "email":
             local, _, domain = secret.rpartition("@")
             return f"{local[:1]}…@{domain}"
@@ -539,7 +562,9 @@ def _unmap(pos: int, marks: list[int]) -> int:
 def _wanted(text: str, pii: frozenset[str]) -> tuple[tuple[_Row, ...], bool]:
     """The rows to try on ``text``, and whether any pattern may match it at all."""
     if not pii:
-        return _TABLE, _PREFILTER.search(text) is not None
+        if _PREFILTER.search(text) is None:
+            return (), False
+        return _compiled().table, True
     rows, pii_filter = _table(pii)
     if _PREFILTER.search(text) is not None:
         return rows, True

@@ -6,19 +6,28 @@ adds the per-trace records up into a mergeable :class:`Aggregate` (mean, median,
 pass rate, pass@k and pass^k by task, per-tool failure and retry rates, findings by kind).
 See :mod:`.inputs` for what TRACES may be, :mod:`.gold` for the gold forms, :mod:`.engine`
 for where parts run.
+
+Each name is imported the first time it is used: ``toolscore eval`` imports
+:mod:`.cli` for its options on every run, and a single trace needs none of the engine
+(multiprocessing, concurrent.futures, sqlite3).
 """
 
 from __future__ import annotations
 
-from .aggregate import Aggregate as Aggregate
-from .aggregate import TaskOutcome as TaskOutcome
-from .aggregate import pass_at_k as pass_at_k
-from .aggregate import pass_hat_k as pass_hat_k
-from .records import PassCriterion as PassCriterion
-from .records import TraceRecord as TraceRecord
-from .run import DatasetResult as DatasetResult
-from .run import aevaluate_dataset as aevaluate_dataset
-from .run import evaluate_dataset as evaluate_dataset
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
+if _TYPE_CHECKING:
+    from .aggregate import Aggregate as Aggregate
+    from .aggregate import TaskOutcome as TaskOutcome
+    from .aggregate import pass_at_k as pass_at_k
+    from .aggregate import pass_hat_k as pass_hat_k
+    from .records import PassCriterion as PassCriterion
+    from .records import TraceRecord as TraceRecord
+    from .run import DatasetResult as DatasetResult
+    from .run import aevaluate_dataset as aevaluate_dataset
+    from .run import evaluate_dataset as evaluate_dataset
 
 __all__ = [
     "Aggregate",
@@ -31,3 +40,28 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
 ]
+
+_EXPORTS: dict[str, str] = {
+    "Aggregate": ".aggregate",
+    "TaskOutcome": ".aggregate",
+    "pass_at_k": ".aggregate",
+    "pass_hat_k": ".aggregate",
+    "PassCriterion": ".records",
+    "TraceRecord": ".records",
+    "DatasetResult": ".run",
+    "aevaluate_dataset": ".run",
+    "evaluate_dataset": ".run",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    obj = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = obj
+    return obj
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
