@@ -140,7 +140,10 @@ class Aggregate:
             self.histogram[_bin(score)] += 1
             if record.grade is not None:
                 self.grades[record.grade] += 1
-            self._worst([(score, record.order, record.trace_id)])
+            item = (score, record.order, record.trace_id)
+            worst = self.worst  # sorted ascending: most traces cannot get in
+            if len(worst) < WORST or item < worst[-1]:
+                self._worst([item])
         if record.passed is not None:
             self.judged += 1
             self.passed += int(record.passed)
@@ -149,12 +152,24 @@ class Aggregate:
         self.retries += record.retries
         self.violations += record.violations
         self.traces_with_violations += int(record.violations > 0)
+        tools = self.tools
         for tool, counts in record.tools.items():
-            self._tool(tool, counts)
-        for kind, count in record.findings.items():
-            self.findings[kind] += count
-            self.finding_traces[kind] += 1
-            self._examples(kind, [(record.order, record.trace_id)])
+            mine = tools.get(tool)
+            if mine is not None and len(counts) >= 3:
+                mine[0] += counts[0]
+                mine[1] += counts[1]
+                mine[2] += counts[2]
+            else:
+                self._tool(tool, counts)
+        if record.findings:
+            example = (record.order, record.trace_id)
+            for kind, count in record.findings.items():
+                self.findings[kind] += count
+                self.finding_traces[kind] += 1
+                kept = self.examples.get(kind)
+                # kept sorted ascending: a later trace rarely gets in
+                if kept is None or len(kept) < EXAMPLES or example < kept[-1]:
+                    self._examples(kind, [example])
 
     def merge(self, other: Aggregate) -> None:
         """Add ``other`` in (exact; the order of merges does not matter)."""

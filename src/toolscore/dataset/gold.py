@@ -195,6 +195,8 @@ class GoldLookup:
         self._one: list[ToolCall] | None = None
         self._conn: sqlite3.Connection | None = None
         self._from_dicts = gold_from_dicts
+        self._last_body: Any = None
+        self._last_calls: list[ToolCall] | None = None
         if spec.kind == "one":
             if spec.calls is not None:
                 self._one = gold_from_dicts(list(spec.calls))
@@ -224,7 +226,15 @@ class GoldLookup:
             if trace_id is None:
                 return None
             row = self._conn.execute("SELECT body FROM gold WHERE id = ?", (trace_id,)).fetchone()
-            return None if row is None else self._from_dicts(orjson.loads(row[0]))
+            if row is None:
+                return None
+            body = row[0]
+            if body != self._last_body:
+                # the trials of a task usually follow each other and share their gold: it is
+                # read once for them (the checks only read the gold calls)
+                self._last_calls = self._from_dicts(orjson.loads(body))
+                self._last_body = body
+            return self._last_calls
         if self.spec.kind == "dir":
             for candidate in (trace_id, name):
                 path = self.spec.files.get(candidate) if candidate is not None else None

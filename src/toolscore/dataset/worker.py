@@ -7,14 +7,17 @@ reading order, with line numbers counted from the part's start (the driver shift
 
 from __future__ import annotations
 
+import gc
 import io
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..calls import ToolCall
+import msgspec
+
+from ..calls import Batch, ToolCall
 from ..columns import Columns
 from ..errors import ToolscoreError
 from .gold import GoldSpec, gold_lookup
@@ -75,6 +78,29 @@ class PartResult:
     """Lines read in each of the part's files (for the line numbers of the next part)."""
     bytes_read: int = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        # to the driver (a pool's pipe, a Dask cluster) the records go as one MessagePack
+        # buffer, encoded and decoded in C: a quarter of pickling them one object at a time
+        state = dict(self.__dict__)
+        state["records"] = _RECORDS_ENCODER.encode(self.records)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # decoding makes thousands of containers at once, none in a cycle: the collector's
+        # passes over the driver's heap meanwhile would cost more than the decoding
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            state["records"] = _RECORDS_DECODER.decode(state["records"])
+        finally:
+            if enabled:
+                gc.enable()
+        self.__dict__.update(state)
+
+
+_RECORDS_ENCODER = msgspec.msgpack.Encoder()
+_RECORDS_DECODER = msgspec.msgpack.Decoder(list[TraceRecord])
+
 
 class _ToolCounter:
     """A call sink counting calls per tool (columns: no ``ToolCall`` is built for it)."""
@@ -129,6 +155,59 @@ class _Tasks:
         return match.group(0)
 
 
+class Scorer:
+    """What every trace of a part shares: the weights normalized and the rules parsed once,
+    and the checks driven synchronously over a trace's batches (no event loop, no call sink).
+
+    :meth:`score` gives the result :func:`toolscore.api.evaluate_batches` gives for the same
+    gold and batches (the same checks, pipeline and reducer), and the calls per tool.
+    """
+
+    def __init__(self, cfg: Config) -> None:
+        from ..api import read_rules
+        from ..result import normalize_weights
+
+        self.weights = normalize_weights(cfg.weights)
+        self.rules = read_rules(_rules(cfg.forbidden))
+        self.strict = cfg.strict
+
+    def score(self, gold: list[ToolCall], batches: Iterable[Batch]) -> tuple[Any, Counter[str]]:
+        """``(result, calls per tool)``.
+
+        Raises:
+            InputError: the batches start with an input error (no call read).
+        """
+        from ..api import builtin_checks, guard_first, pipeline_result
+        from ..pipeline import Pipeline, run_sync
+
+        pipeline = Pipeline(
+            builtin_checks(gold, self.rules, strict=self.strict, keep_details=False)
+        )
+        tools: Counter[str] = Counter()
+
+        def counted() -> Iterator[Batch]:
+            # every call read is completed by the end of the run (its result, or none), so
+            # the calls read per tool are the completed ones a call sink would count
+            for batch in guard_first(batches):
+                if batch.n_calls:
+                    tools.update(batch.columns().tools)
+                yield batch
+
+        run_sync(pipeline, counted())
+        return pipeline_result(pipeline, gold, self.weights, include_extras=False), tools
+
+
+_SCORER: list[Any] = [None, None]
+
+
+def scorer_for(cfg: Config) -> Scorer:
+    """The :class:`Scorer` of ``cfg`` (one per part: a part's Config is one object)."""
+    if _SCORER[0] is not cfg:
+        _SCORER[:] = [cfg, Scorer(cfg)]
+    scorer: Scorer = _SCORER[1]
+    return scorer
+
+
 def evaluate_one(
     cfg: Config,
     trace_id: str,
@@ -142,34 +221,29 @@ def evaluate_one(
     line: int | None = None,
     order: tuple[int, int] = (0, 0),
     decoder: Callable[[], Any] | None = None,
+    scorer: Scorer | None = None,
 ) -> TraceRecord:
     """Evaluate one trace (bytes or a path) against its gold into a record.
 
     With ``decoder`` (a factory of the file's decoder), the trace's bytes are decoded by it
-    directly: the format was detected once for the file, not once per trace.
+    directly: the format was detected once for the file, not once per trace; ``scorer``
+    (made once per part) then scores the batches.
     """
-    from ..api import evaluate_batches, evaluate_trace
-    from ..redact import redact_secrets
-    from ..reports import secret_count, violation_count
-
-    counter = _ToolCounter()
     record = TraceRecord(
         trace_id=trace_id, task=task, source=source, line=line, offset=offset, order=order
     )
+    calls = gold if gold is not None else []
     try:
         if decoder is not None and isinstance(data, io.BytesIO):
             dec = decoder()
-            result = evaluate_batches(
-                gold if gold is not None else [],
-                [dec.feed(data.getvalue()), dec.close()],
-                weights=cfg.weights,
-                forbidden=_rules(cfg.forbidden),
-                strict=cfg.strict,
-                on_calls=counter,
-            )
+            batches = [dec.feed(data.getvalue()), dec.close()]
+            result, tools = (scorer or scorer_for(cfg)).score(calls, batches)
         else:
+            from ..api import evaluate_trace
+
+            counter = _ToolCounter()
             result = evaluate_trace(
-                gold if gold is not None else [],
+                calls,
                 data,
                 format=cfg.format,
                 weights=cfg.weights,
@@ -177,39 +251,62 @@ def evaluate_one(
                 strict=cfg.strict,
                 on_calls=counter,
             )
+            tools = counter.counts
     except (ToolscoreError, ValueError, OSError) as exc:
+        from ..redact import redact_secrets
+
         record.status = "error"
         record.error = redact_secrets(_where(exc, source, linenos, line))
-        if gold is None:
-            record.status = "error"
-        record.expected_calls = len(gold or ())
+        record.expected_calls = len(calls)
         return record
+    _fill(record, result, tools, cfg, gold is not None, source, linenos)
+    return record
+
+
+def _fill(
+    record: TraceRecord,
+    result: Any,
+    tools: Counter[str],
+    cfg: Config,
+    has_gold: bool,
+    source: str,
+    linenos: list[int] | None,
+) -> None:
+    """The record's fields from an evaluation's result."""
+    from ..reports import secret_count, violation_count
+
     record.calls = result.trace_calls_count
     record.expected_calls = len(result.gold_calls)
-    failed: Counter[str] = Counter(dict(result.failed_tools))
-    retried: Counter[str] = Counter()
-    kinds: Counter[str] = Counter()
+    failed = dict(result.failed_tools)
+    retried: dict[str, int] = {}
+    kinds: dict[str, int] = {}
     for finding in result.findings:
-        kinds[f"{finding.check}/{finding.kind}"] += 1
+        kind = f"{finding.check}/{finding.kind}"
+        kinds[kind] = kinds.get(kind, 0) + 1
         if finding.kind == "retry_after_error" and finding.tool is not None:
-            retried[finding.tool] += 1
-    record.findings = dict(kinds)
+            retried[finding.tool] = retried.get(finding.tool, 0) + 1
+    record.findings = kinds
     record.failed_calls = sum(failed.values())
     record.retries = sum(retried.values())
     record.violations = violation_count(result) + secret_count(result)
-    tools = counter.counts
-    record.tools = {
-        tool: [tools.get(tool, 0), failed.get(tool, 0), retried.get(tool, 0)]
-        for tool in {*tools, *failed, *retried}
-    }
-    problem = _input_problem(result, source, linenos)
-    if problem is not None:
-        record.status = "error"
-        record.error = redact_secrets(problem)
-    if gold is None:
+    if failed or retried:
+        names = dict.fromkeys([*tools, *failed, *retried])
+        record.tools = {
+            tool: [tools.get(tool, 0), failed.get(tool, 0), retried.get(tool, 0)] for tool in names
+        }
+    else:
+        record.tools = {tool: [count, 0, 0] for tool, count in tools.items()}
+    if result.input_error is not None or result.input_problems:
+        problem = _input_problem(result, source, linenos)
+        if problem is not None:
+            from ..redact import redact_secrets
+
+            record.status = "error"
+            record.error = redact_secrets(problem)
+    if not has_gold:
         if record.status == "ok":
             record.status = "no_gold"
-        return record
+        return
     record.score = float(result.score)
     record.grade = result.grade
     record.selection_accuracy = float(result.selection_accuracy)
@@ -218,7 +315,6 @@ def evaluate_one(
     recall = result.required_call_recall
     record.required_call_recall = None if recall is None else float(recall)
     record.passed = cfg.criterion.passes(record)
-    return record
 
 
 def _line(rel: int | None, linenos: list[int] | None) -> int | None:

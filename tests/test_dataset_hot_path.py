@@ -1,0 +1,153 @@
+"""The dataset's per-trace hot path: each record equals what evaluating that trace alone gives,
+the aggregate's bounded lists equal a brute-force computation, and a part's records cross
+process boundaries unchanged."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pickle
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolscore import evaluate_trace
+from toolscore.dataset import Aggregate, TraceRecord, evaluate_dataset
+from toolscore.dataset.aggregate import EXAMPLES, WORST
+from toolscore.dataset.worker import PartResult
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_datasets_hot", REPO / "benchmarks" / "datasets.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("hot")
+    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
+    _generator().generate(traces, gold, 160, seed=11)
+    return gold, traces
+
+
+def test_each_record_equals_the_trace_evaluated_alone(
+    tmp_path: Path, generated: tuple[Path, Path]
+) -> None:
+    gold_path, traces = generated
+    lines: dict[str, list[bytes]] = defaultdict(list)
+    for line in traces.read_bytes().splitlines(keepends=True):
+        lines[json.loads(line)["trace_id"]].append(line)
+    gold = {
+        d["trace_id"]: d["expected"] for d in map(json.loads, gold_path.read_bytes().splitlines())
+    }
+    result = evaluate_dataset(str(gold_path), str(traces), engine="inline", part_bytes=50_000)
+    records = {r.trace_id: r for r in result}
+    assert len(records) == len(lines) == 160
+    with_failures = 0
+    for trace_id, trace_lines in lines.items():
+        path = tmp_path / "one.jsonl"
+        path.write_bytes(b"".join(trace_lines))
+        alone = evaluate_trace(gold[trace_id], str(path))
+        r = records[trace_id]
+        assert r.status == "ok"
+        assert r.score == alone.score and r.grade == alone.grade
+        assert r.argument_f1 == alone.argument_f1
+        assert r.sequence_accuracy == alone.sequence_accuracy
+        assert r.required_call_recall == alone.required_call_recall
+        assert r.calls == alone.trace_calls_count == len(trace_lines)
+        assert r.expected_calls == len(gold[trace_id])
+        failed = dict(alone.failed_tools)
+        assert r.failed_calls == sum(failed.values())
+        kinds = Counter(f"{f.check}/{f.kind}" for f in alone.findings)
+        assert r.findings == dict(kinds)
+        retried = Counter(f.tool for f in alone.findings if f.kind == "retry_after_error")
+        assert r.retries == sum(retried.values())
+        per_tool = Counter(json.loads(line)["tool"] for line in trace_lines)
+        assert r.tools == {
+            tool: [per_tool[tool], failed.get(tool, 0), retried.get(tool, 0)] for tool in per_tool
+        }
+        with_failures += bool(failed)
+    assert with_failures > 20  # the generated traces do exercise failures and retries
+    result.close()
+
+
+def test_part_results_cross_processes_unchanged() -> None:
+    records = [
+        TraceRecord(
+            trace_id="a/t1/trial0",
+            task="a/t1",
+            score=0.1 + 0.2,
+            grade="F",
+            passed=False,
+            calls=3,
+            expected_calls=2,
+            selection_accuracy=1 / 3,
+            required_call_recall=None,
+            findings={"errors/failed_call": 2},
+            tools={"x": [3, 2, 1], "y\u00e9": [1, 0, 0]},
+            source="s3://b/k.jsonl",
+            line=7,
+            order=(4, 2),
+        ),
+        TraceRecord(trace_id="", task="", status="error", error="f.jsonl:3: bad", order=(4, 3)),
+    ]
+    part = PartResult(4, records, [12, 0], 1234)
+    back = pickle.loads(pickle.dumps(part))
+    assert back.index == 4 and back.lines == [12, 0] and back.bytes_read == 1234
+    assert [msgspec.structs.asdict(r) for r in back.records] == [
+        msgspec.structs.asdict(r) for r in records
+    ]
+    assert back.records[0].order == (4, 2) and back.records[0].score == 0.1 + 0.2
+
+
+_records = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.floats(0, 1)),
+        st.sets(st.sampled_from(["errors/failed_call", "secrets/secret", "policy/forbidden"])),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_records, st.randoms(use_true_random=False))
+def test_worst_traces_and_examples_are_the_smallest_whatever_the_order(
+    items: list[tuple[float | None, set[str]]], rng: Any
+) -> None:
+    records = [
+        TraceRecord(
+            trace_id=f"t{i}",
+            task="k",
+            score=score,
+            findings={kind: 1 for kind in sorted(kinds)},
+            order=(i // 7, i % 7),
+        )
+        for i, (score, kinds) in enumerate(items)
+    ]
+    shuffled = list(records)
+    rng.shuffle(shuffled)
+    agg = Aggregate()
+    for r in shuffled:
+        agg.add(r)
+    want_worst = sorted((r.score, r.order, r.trace_id) for r in records if r.score is not None)
+    assert agg.worst == want_worst[:WORST]
+    kinds = {kind for r in records for kind in r.findings}
+    for kind in kinds:
+        want = sorted((r.order, r.trace_id) for r in records if kind in r.findings)
+        assert agg.examples[kind] == want[:EXAMPLES]
+    assert set(agg.examples) == kinds
