@@ -42,8 +42,10 @@ from typing import TypeVar
 import msgspec
 
 __all__ = [
+    "APPROX_PAIRING_CANDIDATES",
     "DECODE_LIMIT_EXACT",
     "DEFAULT_MAX_VALUE_BYTES",
+    "EXACT_PAIRING_MAX_GOLD",
     "MARGIN",
     "MAX_DEPTH",
     "RECURSION_LIMIT",
@@ -64,6 +66,16 @@ below the limit and a refused text is measured exactly (``sources._depth.decode_
 
 DEFAULT_MAX_VALUE_BYTES = 64 << 20
 """The default of :func:`max_value_bytes`: 64 MiB."""
+
+EXACT_PAIRING_MAX_GOLD = 2000
+"""The most gold calls of one tool for which the argument pairing is exact (Toolscore's
+one-to-one pairing, solved exactly: memory grows with the square of this count, time with it
+times the tool's trace calls). A tool with more gold calls is paired by the bounded
+approximation of :mod:`toolscore.checks.expected.approx`, which the report flags
+(``argument_metrics.pairing``). ``expected_check(exact_pairing_max=...)`` overrides it."""
+
+APPROX_PAIRING_CANDIDATES = 16
+"""Past :data:`EXACT_PAIRING_MAX_GOLD`, the candidate trace calls kept per gold call."""
 
 RECURSION_LIMIT = 10 * MAX_DEPTH
 """Python's recursion limit while a trace is read: the checks' and reports' recursive walks

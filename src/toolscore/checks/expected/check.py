@@ -6,6 +6,7 @@ Its state and metrics are in :mod:`.state` and :mod:`.metrics`; the Levenshtein 
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 from ...calls import Batch, Finding, ToolCall
 from ...columns import Columns
 from .._base import BaseCheck
+from .approx import ApproxRecorder
+from .gold_order import neg_weight
 from .pairing import NO_ARGS, Candidate, arg_count, call_weights
 from .sequence import IdLog, distance_tracker
 from .state import ExpectedPlan, ExpectedState, Stats, step_detail
@@ -38,8 +41,12 @@ class ExpectedCheck(BaseCheck):
         strict: bool = False,
         keep_details: bool = False,
         arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
+        exact_pairing_max: int | None = None,
+        approx_candidates: int | None = None,
     ) -> None:
-        self.plan = ExpectedPlan(list(gold), strict, keep_details)
+        self.plan = ExpectedPlan(
+            list(gold), strict, keep_details, exact_pairing_max, approx_candidates
+        )
         self._arg_view = arg_view
         """How the argument pairing sees a tool's calls' arguments (argument modes that a
         user opted into the score with; None: as recorded)."""
@@ -55,8 +62,18 @@ class ExpectedCheck(BaseCheck):
         self._cands: list[list[Candidate]] = [[] for _ in self.plan.groups]
         """Per gold group, its best trace calls so far, ranked by weight descending then
         position ascending; at most the group's ``k``."""
-        self._live = {tool: list(groups) for tool, groups in self.plan.by_tool.items()}
-        """The tools whose candidate lists can still improve (their groups' indices)."""
+        self._live = {
+            tool: list(groups)
+            for tool, groups in self.plan.by_tool.items()
+            if tool not in self.plan.approx
+        }
+        """The exactly paired tools whose candidate lists can still improve (their groups'
+        indices)."""
+        self._approx = {
+            tool: ApproxRecorder(index, self.plan.approx_candidates)
+            for tool, index in self.plan.approx.items()
+        }
+        """The approximately paired tools' logs and candidate lists (:mod:`.approx`)."""
         self._durations = Stats()
         self._costs = Stats()
         self._cost_by_tool: dict[str, Any] = {}
@@ -94,10 +111,11 @@ class ExpectedCheck(BaseCheck):
             if room > 0:
                 self._head.extend(zip(tools[:room], args[:room], strict=True))
         live = self._live
-        if live:
+        wide = self._approx
+        if live or wide:
             at: dict[str, list[int]] = {}
             for i, name in enumerate(tools):
-                if name in live:
+                if name in live or name in wide:
                     found = at.get(name)
                     if found is None:
                         at[name] = [i]
@@ -108,7 +126,10 @@ class ExpectedCheck(BaseCheck):
                 targs = [args[i] for i in where]
                 if view is not None:
                     targs = view(name, targs)
-                if not self._offer(live[name], targs, where, pos):
+                recorder = wide.get(name)
+                if recorder is not None:
+                    recorder.offer(self._cands, targs, where, pos)
+                elif not self._offer(live[name], targs, where, pos):
                     del live[name]
         self._calls = pos + cols.n
 
@@ -156,9 +177,8 @@ class ExpectedCheck(BaseCheck):
                 w = 0 if weights is None else weights[j]
                 if len(cands) >= k and w <= cands[-1][0]:
                     continue
-                i = len(cands)
-                while i and cands[i - 1][0] < w:
-                    i -= 1
+                # after every kept candidate of weight >= w (they all come earlier)
+                i = bisect.bisect_right(cands, -w, key=neg_weight)
                 cands.insert(i, (w, pos + where[j], arg_count(targs[j])))
                 if len(cands) > k:
                     cands.pop()
@@ -204,6 +224,7 @@ class ExpectedCheck(BaseCheck):
             "calls": self._calls,
             "counts": dict(self._counts),
             "candidates": tuple(map(tuple, self._cands)),
+            "approx": {tool: rec.log() for tool, rec in self._approx.items()},
             "needed": dict(self._still_needed),
             "durations": self._durations,
             "costs": self._costs,
@@ -248,6 +269,8 @@ def expected_check(
     strict: bool = False,
     keep_details: bool = False,
     arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
+    exact_pairing_max: int | None = None,
+    approx_candidates: int | None = None,
 ) -> ExpectedCheck:
     """The expected-calls check for ``gold``.
 
@@ -258,5 +281,18 @@ def expected_check(
             with the trace); otherwise at most :data:`~.state.MAX_TAIL_DETAILS` are kept.
         arg_view: how the argument pairing sees a tool's column of arguments (see
             :func:`toolscore.hardrules.matching.score_view`).
+        exact_pairing_max: the most gold calls of one tool whose argument pairing is exact
+            (default :data:`toolscore.limits.EXACT_PAIRING_MAX_GOLD`); a tool with more is
+            paired by the bounded approximation of :mod:`.approx`, flagged in
+            ``argument_metrics["pairing"]``.
+        approx_candidates: past that, the candidates kept per gold call (default
+            :data:`toolscore.limits.APPROX_PAIRING_CANDIDATES`).
     """
-    return ExpectedCheck(gold, strict=strict, keep_details=keep_details, arg_view=arg_view)
+    return ExpectedCheck(
+        gold,
+        strict=strict,
+        keep_details=keep_details,
+        arg_view=arg_view,
+        exact_pairing_max=exact_pairing_max,
+        approx_candidates=approx_candidates,
+    )

@@ -16,13 +16,15 @@ a live snapshot or a merge of parts gives what one pass over the whole trace giv
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
+from ... import limits
 from ..._exact import ExactSum
 from ...calls import ToolCall
 from .._base import State
+from .approx import ApproxIndex, ApproxLog, pair_approx
 from .gold_order import rank
 from .pairing import MISSING, Candidate, gold_groups, pair_tool
 from .sequence import Segment, distance_tracker, id_blocks
@@ -36,19 +38,45 @@ MAX_TAIL_DETAILS = 1000
 class ExpectedPlan:
     """What the gold file fixes for the check: the calls, their groups, the options."""
 
-    def __init__(self, gold: list[ToolCall], strict: bool, keep_details: bool) -> None:
+    def __init__(
+        self,
+        gold: list[ToolCall],
+        strict: bool,
+        keep_details: bool,
+        exact_pairing_max: int | None = None,
+        approx_candidates: int | None = None,
+    ) -> None:
         self.gold = gold
         self.strict = strict
         self.keep_details = keep_details
         self.gold_counts: dict[str, int] = {}
         for g in gold:
             self.gold_counts[g.tool] = self.gold_counts.get(g.tool, 0) + 1
-        self.groups = gold_groups(gold)
+        self.exact_pairing_max = (
+            limits.EXACT_PAIRING_MAX_GOLD if exact_pairing_max is None else exact_pairing_max
+        )
+        """The most gold calls of a tool paired exactly (more: :mod:`.approx`)."""
+        self.approx_candidates = (
+            limits.APPROX_PAIRING_CANDIDATES if approx_candidates is None else approx_candidates
+        )
+        """Past :attr:`exact_pairing_max`, the candidates kept per gold call."""
+        cap = self.approx_candidates
+        wide = {t for t, n in self.gold_counts.items() if n > self.exact_pairing_max}
+        self.groups = [
+            replace(group, k=min(group.k, cap)) if group.tool in wide else group
+            for group in gold_groups(gold)
+        ]
         """The gold calls in groups of one tool and identical args (one candidate list each)."""
         self.by_tool: dict[str, list[int]] = {}
         """Per gold tool, its groups' indices."""
         for i, group in enumerate(self.groups):
             self.by_tool.setdefault(group.tool, []).append(i)
+        self.approx: dict[str, ApproxIndex] = {
+            tool: ApproxIndex(tool, [self.groups[i] for i in ids], ids, strict)
+            for tool, ids in self.by_tool.items()
+            if tool in wide
+        }
+        """The tools paired approximately, with their index."""
         self.group_of = [0] * len(gold)
         for i, group in enumerate(self.groups):
             for p in group.members:
@@ -152,6 +180,8 @@ class ExpectedState(State):
     """The id logs whose files ``sequence`` names, kept alive with the state (not pickled)."""
     candidates: tuple[tuple[Candidate, ...], ...] = ()
     """Per gold group (:attr:`ExpectedPlan.groups`), its best trace calls, ranked."""
+    approx: dict[str, ApproxLog] = field(default_factory=dict)
+    """Per approximately paired tool (:attr:`ExpectedPlan.approx`), its first trace calls."""
     needed: dict[str, int] = field(default_factory=dict)
     """Per gold tool, the gold calls still without a successful trace call."""
     durations: Stats = field(default_factory=Stats)
@@ -200,6 +230,15 @@ class ExpectedState(State):
             )
             for i, (mine, theirs) in enumerate(zip(self.candidates, later.candidates, strict=True))
         )
+        approx = {
+            tool: self.approx.get(tool, _NO_LOG).merge(
+                later.approx.get(tool, _NO_LOG),
+                offset,
+                plan.gold_counts[tool],
+                plan.approx_candidates,
+            )
+            for tool in plan.approx
+        }
         needed = dict(self.needed)
         for tool, left in later.needed.items():
             done = plan.gold_counts[tool] - left
@@ -214,6 +253,7 @@ class ExpectedState(State):
             counts=counts,
             keep=(self.keep, later.keep),
             candidates=candidates,
+            approx=approx,
             needed=needed,
             durations=self.durations.merge(later.durations),
             costs=self.costs.merge(later.costs),
@@ -250,6 +290,7 @@ class ExpectedState(State):
             plan=plan,
             column=plan.start_column,
             candidates=tuple(() for _ in plan.groups),
+            approx={tool: _NO_LOG for tool in plan.approx},
             needed=dict(plan.gold_counts),
         )
 
@@ -271,6 +312,19 @@ class ExpectedState(State):
             m = self.counts.get(tool, 0)
             if m == 0:
                 continue
+            index = plan.approx.get(tool)
+            if index is not None:
+                out.update(
+                    pair_approx(
+                        index,
+                        [plan.groups[i] for i in indices],
+                        [self.candidates[i] for i in indices],
+                        self.approx.get(tool, _NO_LOG),
+                        m,
+                        plan.approx_candidates,
+                    )
+                )
+                continue
             members = sorted(p for i in indices for p in plan.groups[i].members)
             lists = [self.candidates[plan.group_of[p]] for p in members]
             chosen = pair_tool([list(c) for c in lists], m)
@@ -278,6 +332,17 @@ class ExpectedState(State):
                 if i is not None:
                     out[p] = cands[i]
         return out
+
+    def approximate_tools(self) -> list[tuple[str, int, int]]:
+        """The tools whose pairing is approximate and has trace calls: ``(tool, gold calls,
+        trace calls)``, in gold order."""
+        plan = self.plan
+        assert plan is not None
+        return [
+            (tool, plan.gold_counts[tool], self.counts[tool])
+            for tool in plan.approx
+            if self.counts.get(tool, 0)
+        ]
 
     def metrics(self) -> dict[str, Any]:
         """The gold-based metrics in Toolscore's key order, then ``latency_metrics`` and
@@ -291,3 +356,4 @@ class ExpectedState(State):
 
 
 _LOCAL = ("keep", "plan")
+_NO_LOG = ApproxLog()
