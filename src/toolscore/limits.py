@@ -45,6 +45,7 @@ __all__ = [
     "APPROX_PAIRING_CANDIDATES",
     "DECODE_LIMIT_EXACT",
     "DEFAULT_MAX_VALUE_BYTES",
+    "EXACT_PAIRING_ENV",
     "EXACT_PAIRING_MAX_GOLD",
     "MARGIN",
     "MAX_DEPTH",
@@ -52,6 +53,7 @@ __all__ = [
     "bounded_depth",
     "decode_limit_exact",
     "ensure_recursion_limit",
+    "exact_pairing_max",
     "max_value_bytes",
     "value_limit",
 ]
@@ -72,7 +74,33 @@ EXACT_PAIRING_MAX_GOLD = 2000
 one-to-one pairing, solved exactly: memory grows with the square of this count, time with it
 times the tool's trace calls). A tool with more gold calls is paired by the bounded
 approximation of :mod:`toolscore.checks.expected.approx`, which the report flags
-(``argument_metrics.pairing``). ``expected_check(exact_pairing_max=...)`` overrides it."""
+(``argument_metrics.pairing``). ``expected_check(exact_pairing_max=...)`` or the environment
+variable :data:`EXACT_PAIRING_ENV` overrides it (:func:`exact_pairing_max`)."""
+
+EXACT_PAIRING_ENV = "TOOLSCORE_EXACT_PAIRING_MAX"
+"""The environment variable that overrides :data:`EXACT_PAIRING_MAX_GOLD` (a whole number
+>= 0), for the command line and the worker processes alike."""
+
+
+def exact_pairing_max() -> int:
+    """:data:`EXACT_PAIRING_MAX_GOLD`, or the whole number in :data:`EXACT_PAIRING_ENV`.
+
+    Raises:
+        UsageError: the variable is set to something else.
+    """
+    raw = os.environ.get(EXACT_PAIRING_ENV, "").strip()
+    if not raw:
+        return EXACT_PAIRING_MAX_GOLD
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        from .errors import UsageError
+
+        raise UsageError(f"{EXACT_PAIRING_ENV} must be a whole number >= 0, not {raw[:40]!r}")
+    return value
+
 
 APPROX_PAIRING_CANDIDATES = 16
 """Past :data:`EXACT_PAIRING_MAX_GOLD`, the candidate trace calls kept per gold call."""

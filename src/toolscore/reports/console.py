@@ -28,6 +28,7 @@ from rich.text import Text
 from ..sanitize import shown
 from . import ReportResult, input_lines, number, required_counts, section, verdict_word
 from ._issues import top_issues
+from ._pairing import pairing_note
 
 __all__ = ["MAX_FINDING_LINES", "MAX_ISSUES", "EvalSummary", "make_console", "score_style"]
 
@@ -129,6 +130,7 @@ class EvalSummary:
         yield from self._behavior()
         yield from self._input()
         yield from self._incomplete()
+        yield from self._pairing()
         if not self.verbose:
             yield Text("Use --verbose for detailed metrics and failure analysis.", style="dim")
             yield Text()
@@ -284,6 +286,12 @@ class EvalSummary:
         if rest > 0:
             yield Text(f"  ... and {rest} more (see the JSON report)", style="dim")
         yield Text()
+
+    def _pairing(self) -> Iterator[Text]:
+        note = pairing_note(self.result.metrics)
+        if note is not None:
+            yield Text(f"Note: {shown(note)}", style="yellow")
+            yield Text()
 
     def _incomplete(self) -> Iterator[Text]:
         error = self.result.input_error

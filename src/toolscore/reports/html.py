@@ -17,6 +17,7 @@ from ..redact import redact_secrets
 from ..sanitize import shown
 from . import ReportResult, failed_calls, input_lines, number, required_counts, section
 from ._issues import top_issues
+from ._pairing import pairing_note
 
 __all__ = ["MAX_LIST", "render_html", "write_html"]
 
@@ -37,6 +38,7 @@ ul.findings{list-style:none;padding-left:0}ul.findings li{padding:.25rem 0}
 .sev{display:inline-block;min-width:5rem;font-weight:600}
 .sev-error{color:#cf222e}.sev-warning{color:#9a6700}.sev-info{color:#0969da}
 .incomplete{border-left:4px solid #cf222e;padding:.5rem 1rem;background:#fff5f5}
+.note{border-left:4px solid #bf8700;padding:.5rem 1rem;background:#fff8c5}
 footer{margin-top:3rem;color:#59636e;font-size:.85rem}
 """
 
@@ -129,6 +131,9 @@ def render_html(result: ReportResult, *, now: datetime | None = None) -> str:
             f'<p class="incomplete">Trace incomplete: {_t(error)} — evaluated the '
             f"{result.trace_calls_count} calls read before it</p>"
         )
+    pairing = pairing_note(metrics)
+    if pairing is not None:
+        parts.append(f'<p class="note">Note: {_t(pairing)}</p>')
 
     lines, hidden = input_lines(result)
     if lines:

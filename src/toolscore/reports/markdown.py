@@ -19,6 +19,7 @@ from ..redact import redact_secrets
 from ..sanitize import shown
 from . import ReportResult, failed_calls, input_lines, number, required_counts, section
 from ._issues import top_issues
+from ._pairing import pairing_note
 
 __all__ = ["MAX_LIST", "compact_metrics", "render_markdown", "write_markdown"]
 
@@ -121,6 +122,9 @@ def render_markdown(result: ReportResult, *, now: datetime | None = None) -> str
         )
     for note in getattr(result, "notes", ()):  # gold side_effects not run (Toolscore 1.10)
         out.append(f"- **Note:** {md_text(note)}")
+    pairing = pairing_note(metrics)
+    if pairing is not None:
+        out.append(f"- **Note:** {md_text(pairing)}")
     out.append("")
 
     out += ["## 🎯 Key Metrics", "", "| Metric | Value | Status |", "|--------|-------|--------|"]

@@ -9,7 +9,8 @@ length of the trace; its :meth:`~ExpectedCheck.state` is an :class:`ExpectedStat
 - sequence accuracy is a Levenshtein distance kept as one DP column (:mod:`.sequence`);
 - trajectory is positional, so only the first ``|gold|`` calls are compared;
 - argument precision/recall/F1 need Toolscore's one-to-one pairing within a tool name, kept
-  as the best candidates of each gold call and solved exactly at the end (:mod:`.pairing`);
+  as the best candidates of each gold call and solved exactly at the end (:mod:`.pairing`),
+  or past a size approximately (:mod:`.approx`);
 - required-call recall counts successful calls (``batch.done``) of each gold tool;
 - latency and cost totals are exact sums (any split of the trace gives the same bits).
 
@@ -21,8 +22,9 @@ Differences from Toolscore, all deliberate:
 - Non-dict arguments (a list, a string) never crash: they match no gold key, and count
   ``len(args)`` actual arguments as Toolscore does. Non-dict gold args count as ``{}``.
 - Non-numeric durations and costs (strings, bools) are skipped instead of crashing the sum.
-- The argument pairing is exact at any size (Toolscore turns greedy past 12 trace calls of a
-  tool).
+- The argument pairing is exact up to :data:`toolscore.limits.EXACT_PAIRING_MAX_GOLD` gold
+  calls of a tool (Toolscore turns greedy past 12 trace calls of a tool); past it, a bounded
+  approximation (:mod:`.approx`), flagged in ``argument_metrics["pairing"]``.
 """
 
 from .check import ExpectedCheck, expected_check

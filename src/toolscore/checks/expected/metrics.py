@@ -6,14 +6,13 @@ Empty cases are decided per metric, as Toolscore does; ``trajectory_details`` ke
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ...calls import ToolCall
     from .state import ExpectedPlan, ExpectedState
 
-__all__ = ["approximate_pairing_note", "extra_metrics", "gold_metrics"]
+__all__ = ["extra_metrics", "gold_metrics"]
 
 
 def gold_metrics(s: ExpectedState) -> dict[str, Any]:
@@ -196,11 +195,6 @@ def _missing_step(s: ExpectedState, i: int, error: str) -> dict[str, Any]:
     }
 
 
-def _tool_sizes(t: Mapping[str, Any]) -> str:
-    gold, trace = t.get("gold_calls"), t.get("trace_calls")
-    return f"{t.get('tool')} ({gold:,} gold calls, {trace:,} in the trace)"
-
-
 def _arguments(s: ExpectedState) -> dict[str, Any]:
     _, gold = _plan(s)
     if not gold and not s.calls:
@@ -236,25 +230,6 @@ def _arguments(s: ExpectedState) -> dict[str, Any]:
             "tools": [{"tool": tool, "gold_calls": n, "trace_calls": m} for tool, n, m in wide],
         }
     return out
-
-
-def approximate_pairing_note(metrics: Mapping[str, Any]) -> str | None:
-    """The report line for an approximate argument pairing (``argument_metrics.pairing``),
-    or None when the pairing is exact. Not redacted: the caller shows it as it shows text
-    (a tool name is quoted)."""
-    arguments = metrics.get("argument_metrics")
-    pairing = arguments.get("pairing") if isinstance(arguments, Mapping) else None
-    if not isinstance(pairing, Mapping) or pairing.get("method") != "approximate":
-        return None
-    tools = pairing.get("tools") or []
-    named = ", ".join(_tool_sizes(t) for t in tools[:5] if isinstance(t, Mapping))
-    if len(tools) > 5:
-        named += f" and {len(tools) - 5} more tools"
-    return (
-        f"Argument pairing approximate for {named}: past {pairing.get('exact_up_to'):,} gold "
-        "calls of one tool a bounded greedy pairing is used, and the argument scores may be "
-        "slightly lower than the exact pairing's (see README, Limits)"
-    )
 
 
 def _efficiency(s: ExpectedState) -> dict[str, Any]:

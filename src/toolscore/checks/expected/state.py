@@ -53,7 +53,7 @@ class ExpectedPlan:
         for g in gold:
             self.gold_counts[g.tool] = self.gold_counts.get(g.tool, 0) + 1
         self.exact_pairing_max = (
-            limits.EXACT_PAIRING_MAX_GOLD if exact_pairing_max is None else exact_pairing_max
+            limits.exact_pairing_max() if exact_pairing_max is None else exact_pairing_max
         )
         """The most gold calls of a tool paired exactly (more: :mod:`.approx`)."""
         self.approx_candidates = (
