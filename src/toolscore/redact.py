@@ -197,6 +197,34 @@ else:
 """Finds where, in the JSON bytes of argument values, a credential may start: ``search`` and
 ``finditer(text, pos)`` as :mod:`re` has them. It finds every text :func:`scan_text` finds a
 credential in (and fewer than :func:`may_contain_secret` lets through)."""
+
+
+def _literal_search() -> Any:
+    """``search`` of any of the literals, in the bytes of a text: RE2 (byte by byte, as
+    Latin-1, so no text's bytes are refused), whose automaton costs the same for 60
+    literals as for one, where Python's ``re`` tries them in turn (about 30 ns a character:
+    30 us for a batch's finding texts)."""
+    try:
+        import re2
+    except ImportError:  # pragma: no cover - see PREFILTER_SCAN
+        return _PREFILTER_BYTES.search
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    return re2.compile(_PREFILTER.pattern.encode("ascii"), options=options).search
+
+
+_SEARCH_LITERAL = _literal_search()
+_SHORT = 32
+"""Below this length, Python's ``re`` finds the literals sooner than a call into RE2."""
+
+
+def _has_literal(text: str) -> bool:
+    """Whether ``text`` holds one of the literals every credential holds (the prefilter)."""
+    if len(text) < _SHORT:
+        return _PREFILTER.search(text) is not None
+    return _SEARCH_LITERAL(text.encode("utf-8", "surrogatepass")) is not None
+
+
 _PEM_END = re.compile(r"-----END[ +](?:[A-Z0-9]+[ +])*PRIVATE[ +]KEY-----")
 _DIGIT = re.compile(r"[0-9]")
 _LOWER = re.compile(r"[a-z]")
@@ -462,8 +490,8 @@ def may_contain_secret(text: str | bytes) -> bool:
     """The prefilter: False means no credential pattern can match ``text`` (a str or UTF-8
     bytes)."""
     if isinstance(text, str):
-        return _PREFILTER.search(text) is not None
-    return _PREFILTER_BYTES.search(text) is not None
+        return _has_literal(text)
+    return _SEARCH_LITERAL(text) is not None
 
 
 def preview(kind: str, secret: str) -> str:
@@ -562,11 +590,11 @@ def _unmap(pos: int, marks: list[int]) -> int:
 def _wanted(text: str, pii: frozenset[str]) -> tuple[tuple[_Row, ...], bool]:
     """The rows to try on ``text``, and whether any pattern may match it at all."""
     if not pii:
-        if _PREFILTER.search(text) is None:
+        if not _has_literal(text):
             return (), False
         return _compiled().table, True
     rows, pii_filter = _table(pii)
-    if _PREFILTER.search(text) is not None:
+    if _has_literal(text):
         return rows, True
     return rows, pii_filter is not None and pii_filter.search(text) is not None
 
