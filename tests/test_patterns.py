@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import signal
+import subprocess
+import sys
 import time
 import warnings
 from typing import Any
@@ -259,3 +261,33 @@ def test_a_timer_set_before_is_kept() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_class_table_is_python_re_own_sets() -> None:
+    # the table of toolscore._classes holds what re gives on this Python (when it has it)...
+    from toolscore._classes import known_ranges
+
+    every = "".join(map(chr, range(0x110000)))
+    for letter in "dsw":
+        table = known_ranges(letter)
+        if table is not None:
+            found = re.finditer(f"(?u)\\{letter}+", every)
+            assert table == tuple((m.start(), m.end() - 1) for m in found)
+
+
+def test_class_ranges_without_a_table_entry_read_re() -> None:
+    # ...and a Python without an entry reads the same from re (a fresh process: the sets
+    # are kept once read)
+    code = (
+        "import re, toolscore._classes as c\n"
+        "c.KEY = 'no such Python'\n"
+        "from toolscore.patterns import class_ranges\n"
+        "every = ''.join(map(chr, range(0x110000)))\n"
+        "for letter in 'dsw':\n"
+        "    found = re.finditer(f'(?u)\\\\{letter}+', every)\n"
+        "    assert class_ranges(letter, False) == tuple((m.start(), m.end() - 1) for m in found)\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -102,11 +102,19 @@ _CHUNK = 0x10000
 def class_ranges(name: str, ascii_only: bool) -> tuple[tuple[int, int], ...]:
     """The code point ranges of Python's ``\\d``, ``\\w`` or ``\\s`` (``name``), read from
     ``re`` itself over every code point (the ASCII ones under ``re.ASCII``, whose classes
-    are ASCII), 65,536 at a time, on first use (about 10 ms)."""
+    are ASCII), 65,536 at a time, on first use (about 15 ms), unless
+    :mod:`toolscore._classes` has them for this Python version and Unicode database."""
     key = (name, ascii_only)
     found = _SETS.get(key)
     if found is not None:
         return found
+    if not ascii_only:
+        from ._classes import known_ranges
+
+        found = known_ranges(name)  # read from re by this very Python version, once
+        if found is not None:
+            _SETS[key] = found
+            return found
     runs = re.compile(f"(?{'a' if ascii_only else 'u'})\\{name}+")
     out: list[tuple[int, int]] = []
     # The code points of one plane as UTF-32-LE: the low 16 bits of each (made once), the
