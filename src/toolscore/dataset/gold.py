@@ -14,17 +14,19 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..calls import ToolCall
 from ..errors import GoldFileError
 from .inputs import ID_KEYS, first_line, is_url, list_inputs, open_input
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["GoldSpec", "build_gold", "gold_lookup"]
 
@@ -128,6 +130,8 @@ def _url_is_dir(url: str, options: dict[str, Any]) -> bool:
 
 
 def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
+    import sqlite3  # here: every toolscore eval asks gold_is_dataset (about 1 MB of RSS)
+
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA journal_mode=OFF")
     conn.execute("PRAGMA synchronous=OFF")
@@ -211,6 +215,8 @@ class GoldLookup:
                 self._tmp = tempfile.mkdtemp(prefix="toolscore-gold-")
                 path = os.path.join(self._tmp, "gold.sqlite")
                 _index(spec.source, path, spec.key, dict(spec.storage_options))
+            import sqlite3
+
             self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         self._load = load_gold
 
@@ -270,6 +276,8 @@ def gold_lookup(spec: GoldSpec) -> GoldLookup:
 def gold_ids(spec: GoldSpec) -> Iterator[str]:
     """Every gold entry's id (keyed) or name (dir), for "gold without a trace"."""
     if spec.kind == "keyed" and spec.path is not None:
+        import sqlite3
+
         conn = sqlite3.connect(f"file:{spec.path}?mode=ro", uri=True)
         try:
             for (trace_id,) in conn.execute("SELECT id FROM gold ORDER BY id"):
