@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._interrupt import Interrupted
-from .calls import Batch, Finding, FindingValues
+from .calls import Batch, Finding, FindingValues, Location
 from .checks._base import BaseCheck, State
 from .errors import InputError
 from .pipeline import Pipeline, emit_sync, feed_sync, finding_order
@@ -473,12 +473,33 @@ def _merge(pipeline: Pipeline, part: PartResult, calls: int, lines: int) -> None
                 rows: list[FindingValues] = pickle.load(fh)
             except EOFError:
                 break
-            found = [Finding.from_values(row).moved(calls, lines) for row in rows]
+            found = _moved(rows, calls, lines)
             if pending and any(finding_order(f) >= last for f in found):
                 found = pending + found
                 pending = []
             emit_sync(pipeline, found)
     emit_sync(pipeline, pending)
+
+
+def _moved(rows: list[FindingValues], calls: int, lines: int) -> list[Finding]:
+    """The findings of a part's rows, ``calls`` calls and ``lines`` lines further on: what
+    ``Finding.from_values(row).moved(calls, lines)`` gives, each made once (a part of a 1 GB
+    trace sends some 30,000)."""
+    found: list[Finding] = []
+    append = found.append
+    for check, kind, severity, index, tool, loc, preview, rule, path, detail, template in rows:
+        if index is not None:
+            index += calls
+        location = None
+        if loc is not None:
+            source, line, offset = loc
+            location = Location(source, line if line is None else line + lines, offset)
+        finding = Finding(
+            check, kind, severity, None, index, tool, location, preview,
+            rule=rule, path=path, detail=detail, template=template,
+        )  # fmt: skip
+        append(finding)
+    return found
 
 
 def mergeable(checks: Sequence[BaseCheck], on_calls: Any, keep_calls: bool) -> bool:
