@@ -151,3 +151,42 @@ def test_worst_traces_and_examples_are_the_smallest_whatever_the_order(
         want = sorted((r.order, r.trace_id) for r in records if kind in r.findings)
         assert agg.examples[kind] == want[:EXAMPLES]
     assert set(agg.examples) == kinds
+
+
+_line = st.one_of(
+    st.builds(lambda i: json.dumps({"trace_id": f"t{i}", "tool": "a"}), st.integers(0, 3)),
+    st.builds(lambda i: json.dumps({"trace_id": i, "tool": "a"}), st.integers(0, 3)),
+    st.just('{"tool": "a"}'),  # no id
+    st.just('{"trace_id": null}'),
+    st.just('{"trace_id": "t1"} {"trace_id": "t2"}'),  # two values on one line
+    st.just('{"trace_id": "t1", "tool": '),  # truncated
+    st.just("[1, 2]"),  # not an object
+    st.sampled_from(["", " ", "\r", "\t \r", "\x0c"]),  # blank (and a form feed)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_line, max_size=40), st.booleans(), st.integers(1, 64))
+def test_ids_read_a_chunk_at_a_time_equal_ids_read_line_by_line(
+    lines: list[str], final_newline: bool, chunk: int
+) -> None:
+    import io
+
+    from toolscore.dataset import inputs
+    from toolscore.dataset.inputs import BLANK, IdReader, iter_ids, iter_lines
+
+    data = "\n".join(lines).encode() + (b"\n" if final_newline and lines else b"")
+
+    class Small(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:  # chunks end anywhere
+            return super().read(chunk if size is None or size < 0 else min(size, chunk))
+
+    for task_key in (None, "tool"):
+        ids = IdReader("trace_id", task_key)
+        want = [
+            (offset, line, ids.read(line) if line.strip() else BLANK)
+            for offset, line in iter_lines(io.BytesIO(data))
+        ]
+        assert list(iter_ids(io.BytesIO(data), ids)) == want
+        assert list(iter_ids(Small(data), ids)) == want
+        assert inputs.BLANK is BLANK

@@ -263,18 +263,68 @@ class IdReader:
         self.with_task = bool(task_key)
         self.key = key
 
+        self._decode_lines = msgspec.json.Decoder(cls).decode_lines
+
     def read(self, line: bytes) -> tuple[str | None, str | None] | None:
         """``(id, task)``; ``None`` for a line that is not a JSON object."""
         try:
             obj = self._decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-        key = getattr(obj, "k", None)
-        task = getattr(obj, "t", None) if self.with_task else None
-        return (
-            None if key is None else str(key),
-            None if task is None else str(task),
-        )
+        return self._ids(obj)
+
+    def _ids(self, obj: Any) -> tuple[str | None, str | None]:
+        key = obj.k
+        if type(key) is not str:
+            key = None if key is None else str(key)
+        if not self.with_task:
+            return (key, None)
+        task = obj.t
+        return (key, None if task is None else str(task))
+
+    def read_lines(self, body: bytes, lines: list[bytes]) -> list[Any]:
+        """What :meth:`read` gives for each of ``lines`` (``body`` split at its newlines),
+        with :data:`BLANK` for a blank line: in one decoding call for the whole chunk when
+        every line is one JSON object, line by line otherwise."""
+        if all(map(bytes.strip, lines)):  # no blank line
+            try:
+                objs = self._decode_lines(body)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                objs = None
+            # as many values as lines, none blank: one value on each line
+            if objs is not None and len(objs) == len(lines):
+                ids = self._ids
+                return [ids(obj) for obj in objs]
+        read = self.read
+        return [read(line) if line.strip() else BLANK for line in lines]
+
+
+BLANK = ("", "")
+"""What :meth:`IdReader.read_lines` gives for a blank line."""
+
+
+def iter_ids(f: IO[bytes], ids: IdReader, start: int = 0) -> Iterator[tuple[int, bytes, Any]]:
+    """``(offset, line, id)`` from ``start``, as :func:`iter_lines` with each line's
+    :meth:`IdReader.read` (:data:`BLANK` for a blank line), read a chunk at a time."""
+    pos = start
+    rest = b""
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            break
+        data = rest + chunk if rest else chunk
+        cut = data.rfind(b"\n") + 1
+        if not cut:
+            rest = data
+            continue
+        body, rest = data[:cut], data[cut:]
+        lines = body.split(b"\n")
+        lines.pop()
+        for line, got in zip(lines, ids.read_lines(body, lines), strict=True):
+            yield pos, line + b"\n", got
+            pos += len(line) + 1
+    if rest:
+        yield pos, rest + b"\n", ids.read(rest) if rest.strip() else BLANK
 
 
 def interleaved(head: bytes, ids: IdReader) -> bool:
@@ -428,9 +478,10 @@ def contiguous_traces(
     current: Trace | None = None
     lineno = 0
     reached = begin
-    for offset, line in iter_lines(f, begin):
-        blank = not line.strip()
-        got = None if blank else ids.read(line)
+    for offset, line, got in iter_ids(f, ids, begin):
+        blank = got is BLANK
+        if blank:
+            got = None
         if skip is not None:
             # the end of the trace the part before this one started: it reads them
             if blank or (got is not None and got[0] == skip):
