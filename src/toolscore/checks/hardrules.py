@@ -14,13 +14,14 @@ from the completed ones (``batch.done_columns()``), since a source is known by i
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from itertools import accumulate, compress, groupby
 from typing import Any
 
-from ..calls import Batch, Finding, ToolCall
+from ..calls import Batch, Finding, Location, ToolCall
 from ..capped import MAX_RECORDS
 from ..hardrules.matching import MatchState, call_modes, column_match, verdicts
 from ..hardrules.spec import RuleSet
@@ -32,6 +33,7 @@ from ..hardrules.state import (
     SeqState,
     Source,
     Violation,
+    head_lines,
 )
 from ..redact import PREFILTER_SCAN, redact_secrets, scan_text
 from ..rules import CompiledRule
@@ -135,7 +137,8 @@ class HardRulesCheck(BaseCheck):
         n_counts, n_orders = len(self.rules.counts), len(self.rules.order)
         match = MatchState(len(self.gold)) if self._modes else None
         seq = SeqState(
-            not part, 0, (0,) * n_counts, ((),) * n_counts, (False,) * n_orders,
+            not part, 0, (0,) * n_counts, tuple(array("q") for _ in range(n_counts)),
+            (False,) * n_orders,
             (None,) * n_orders, (), match,
         )  # fmt: skip
         n_flows = len(self._flows)
@@ -188,7 +191,7 @@ class HardRulesCheck(BaseCheck):
         tools: list[str] = cols.tools
         n = len(tools)
         counts: list[int] = []
-        heads: list[tuple[tuple[int, int], ...]] = []
+        heads: list[Sequence[int]] = []
         state = self.seq
         for r, (tool, high) in enumerate(zip(self._count_tools, self._maxes, strict=True)):
             c = n if tool is None else tools.count(tool)
@@ -198,18 +201,15 @@ class HardRulesCheck(BaseCheck):
                 continue
             if not state.origin:  # a part: the first max + 1, for the merge
                 first = min(c, high + 1)
-                if tool is None:
-                    heads.append(tuple(zip(range(first), range(first), strict=True)))
-                else:
-                    heads.append(tuple(enumerate(_positions(tools, tool, first))))
-                continue
-            k = high - state.counts[r]  # read from the start: only the call past max counts
-            if not 0 <= k < c:
+            else:  # read from the start: only the call past max counts, the k-th
+                k = high - state.counts[r]
+                first = k + 1 if 0 <= k < c else 0
+            if not first:
                 heads.append(())
             elif tool is None:
-                heads.append(((k, k),))
+                heads.append(range(first))
             else:
-                heads.append(((k, _positions(tools, tool, k + 1)[k]),))
+                heads.append(_positions(tools, tool, first))
         seen: list[bool] = []
         firsts: list[int | None] = []
         for before, after in self._orders:
@@ -223,9 +223,16 @@ class HardRulesCheck(BaseCheck):
             ahead = _positions(tools, after, 1, stop)
             firsts.append(ahead[0] if ahead else None)
         location = cols.location
-        keep = {i for head in heads for _, i in head}
-        keep.update(i for i in firsts if i is not None)
-        places = tuple((i, location(i)) for i in sorted(keep))
+        source: str | None = None
+        lines: list[array[int]] = []
+        odd: list[tuple[int, Location | None]] = []
+        for head in heads:
+            at, source, elsewhere = head_lines(head, location, source)
+            lines.append(at)
+            odd.extend(elsewhere)
+        keep = {i for i in firsts if i is not None}
+        keep.difference_update(i for i, _ in odd)
+        places = tuple(sorted([*((i, location(i)) for i in keep), *odd]))
         violations: list[Violation] = []
         groups = _Groups(tools)
         if self._allow is not None and not self._allow.issuperset(tools):
@@ -244,8 +251,8 @@ class HardRulesCheck(BaseCheck):
             match = MatchState.of(len(self.gold), self._masks(cols, groups), tools)
         placed = tuple(violations)
         return SeqState(
-            False, n, tuple(counts), tuple(heads), tuple(seen), tuple(firsts),
-            placed, match, places,
+            False, n, tuple(counts), tuple(array("q", head) for head in heads), tuple(seen),
+            tuple(firsts), placed, match, places, 0, tuple(lines), source,
         )  # fmt: skip
 
     def _schema_violations(self, cols: Any, groups: _Groups) -> list[Violation]:

@@ -21,6 +21,8 @@ merged in order gives the same violations (tests hold this with hypothesis).
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,7 +30,16 @@ from ..calls import Location
 from ..capped import MAX_RECORDS
 from .matching import MatchState
 
-__all__ = ["PENDING_SINKS", "FlowRun", "FlowState", "SeqRun", "SeqState", "Violation"]
+__all__ = [
+    "IN_PLACES",
+    "PENDING_SINKS",
+    "FlowRun",
+    "FlowState",
+    "SeqRun",
+    "SeqState",
+    "Violation",
+    "head_lines",
+]
 
 PENDING_SINKS = 10_000
 """The sink calls a stretch that does not start the trace keeps per data-flow rule, waiting
@@ -105,11 +116,12 @@ class SeqState:
     calls: int
     counts: tuple[int, ...]
     """Per count rule: the calls to its tool (every call for a step budget)."""
-    heads: tuple[tuple[tuple[int, int], ...], ...]
-    """Per count rule with a ``max``, in a stretch that is not the origin: ``(k, index)`` of
-    the first ``max + 1`` calls to the tool (of every call, for a budget), the k-th counted
-    from 0 in the stretch. A batch read into an origin state keeps only the one call that
-    can go past ``max``."""
+    heads: tuple[array[int], ...]
+    """Per count rule with a ``max``: the indices of calls to its tool (of every call, for a
+    budget), the k-th at position k. A stretch that is not the origin keeps its first ``max
+    + 1``; a batch read into an origin state keeps the first calls up to the one that goes
+    past ``max`` (none when it does not). Arrays: a budget of 100,000,000 calls kept every
+    call of a part, and tuples with a location each took 250 bytes a call."""
     seen: tuple[bool, ...]
     """Per order rule: ``before`` was called."""
     first_after: tuple[int | None, ...]
@@ -122,6 +134,11 @@ class SeqState:
     places: Places = field(default=(), compare=False)
     omitted: int = 0
     """Violations found past the ones kept (counted, not kept)."""
+    head_lines: tuple[array[int], ...] = field(default=(), compare=False)
+    """Per count rule, where each head call was read: its line in :attr:`source` (``-1``: no
+    location; ``-2``: in :attr:`places`)."""
+    source: str | None = field(default=None, compare=False)
+    """The source the lines of :attr:`head_lines` are in."""
 
     @property
     def violation_count(self) -> int:
@@ -134,7 +151,11 @@ class SeqState:
             return self
         places = tuple((i, _moved_line(loc, lines)) for i, loc in self.places)
         violations = _relocated_violations(self.violations, lines)
-        return replace(self, places=places, violations=violations)
+        moved = tuple(
+            array("q", [line + lines if line >= 0 else line for line in head])
+            for head in self.head_lines
+        )
+        return replace(self, places=places, violations=violations, head_lines=moved)
 
     def merge_found(
         self, later: SeqState, maxes: tuple[int | None, ...], budgets: tuple[bool, ...],
@@ -157,15 +178,17 @@ class SeqRun:
     quadratic in them). :meth:`frozen` is the :class:`SeqState`."""
 
     __slots__ = (
-        "calls", "counts", "firsts", "heads", "match", "omitted", "origin", "places", "seen",
-        "violations",
+        "calls", "counts", "firsts", "head_lines", "heads", "match", "omitted", "origin",
+        "places", "seen", "source", "violations",
     )  # fmt: skip
 
     def __init__(self, state: SeqState) -> None:
         self.origin = state.origin
         self.calls = state.calls
         self.counts = list(state.counts)
-        self.heads = [list(head) for head in state.heads]
+        self.heads = [array("q", head) for head in state.heads]
+        self.head_lines = [_lines(state, r) for r in range(len(state.heads))]
+        self.source = state.source
         self.seen = list(state.seen)
         self.firsts = list(state.first_after)
         self.violations = list(state.violations)
@@ -179,9 +202,10 @@ class SeqRun:
 
     def frozen(self) -> SeqState:
         return SeqState(
-            self.origin, self.calls, tuple(self.counts), tuple(map(tuple, self.heads)),
-            tuple(self.seen), tuple(self.firsts), tuple(self.violations), self.match,
-            tuple(sorted(self.places.items())), self.omitted,
+            self.origin, self.calls, tuple(self.counts), tuple(map(_copy, self.heads)),
+            tuple(self.seen), tuple(self.firsts),
+            tuple(self.violations), self.match, tuple(sorted(self.places.items())),
+            self.omitted, tuple(map(_copy, self.head_lines)), self.source,
         )  # fmt: skip
 
     def absorb(
@@ -207,16 +231,28 @@ class SeqRun:
                 continue
             if origin:
                 if mine <= high < total:  # went past max in the later stretch
-                    index = dict(later.heads[r])[high - mine] + shift  # its (high-mine+1)-th
+                    k = high - mine  # its (k + 1)-th call
+                    index = later.heads[r][k] + shift
                     v = _too_many(rules[r], index, tools[r], high, budgets[r])
-                    found.append(v.but(where=at_later.get(index)))
+                    found.append(v.but(where=_head_place(later, r, k, at_later, shift)))
                 continue
-            head = self.heads[r]
-            for k, i in later.heads[r]:
-                if k + mine > high:
-                    break
-                head.append((k + mine, i + shift))
-                self.places[i + shift] = at_later.get(i + shift)
+            take = high + 1 - mine
+            if take <= 0:
+                continue
+            added = later.heads[r][:take]
+            at_lines = _lines(later, r)[:take]
+            if self.source is None:
+                self.source = later.source
+            if later.source != self.source:  # another source: each location in places
+                at_lines = array("q", [IN_PLACES]) * len(added)
+                for j in range(len(added)):
+                    self.places[added[j] + shift] = _head_place(later, r, j, at_later, shift)
+            elif IN_PLACES in at_lines:
+                for j in range(len(added)):
+                    if at_lines[j] == IN_PLACES:
+                        self.places[added[j] + shift] = at_later.get(added[j] + shift)
+            self.heads[r].extend(array("q", [i + shift for i in added]))
+            self.head_lines[r].extend(at_lines)
         seen, firsts = self.seen, self.firsts
         for r, first in enumerate(firsts):
             was = seen[r]
@@ -261,6 +297,57 @@ def _keep(kept: list[Violation], new: list[Violation], origin: bool) -> int:
         return 0
     kept.extend(new[:room])
     return len(new) - room
+
+
+IN_PLACES = -2
+"""A head line that says "the location is in the state's places"."""
+_NO_LOCATION = -1
+
+
+def _copy(values: array[int]) -> array[int]:
+    return array("q", values)
+
+
+def _lines(state: SeqState, r: int) -> array[int]:
+    if state.head_lines:
+        return array("q", state.head_lines[r])
+    return array("q", [IN_PLACES]) * len(state.heads[r])
+
+
+def _head_place(
+    state: SeqState, r: int, k: int, at_later: dict[int, Location | None], shift: int
+) -> Location | None:
+    """Where ``state``'s k-th head call of count rule ``r`` was read."""
+    line = state.head_lines[r][k] if state.head_lines else IN_PLACES
+    if line == _NO_LOCATION:
+        return None
+    if line == IN_PLACES:
+        return at_later.get(state.heads[r][k] + shift)
+    assert state.source is not None
+    return Location(state.source, line)
+
+
+def head_lines(
+    positions: Sequence[int], location: Callable[[int], Location | None], source: str | None
+) -> tuple[array[int], str | None, list[tuple[int, Location | None]]]:
+    """The head lines of the calls at ``positions`` (see :attr:`SeqState.head_lines`), the
+    source they are in (``source``, or the first located call's), and the places of the
+    calls whose location is not a line of that source."""
+    lines = array("q")
+    odd: list[tuple[int, Location | None]] = []
+    for i in positions:
+        loc = location(i)
+        if loc is None:
+            lines.append(_NO_LOCATION)
+            continue
+        if source is None:
+            source = loc.source
+        if loc.line is not None and loc.offset is None and loc.source == source:
+            lines.append(loc.line)
+        else:
+            lines.append(IN_PLACES)
+            odd.append((i, loc))
+    return lines, source, odd
 
 
 def _by_index(v: Violation) -> tuple[int, str]:
