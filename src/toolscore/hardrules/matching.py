@@ -273,12 +273,14 @@ class MatchState:
         matching = Matching(gold)
         first: tuple[int, str] | None = None
         add = matching.add
-        for i in [i for i, mask in enumerate(masks) if mask]:
+        n = len(masks)
+        for i in compress(range(n), masks):  # the calls that match some expected call
             if not add(i, masks[i], tools[i]):
                 first = (i, tools[i])
                 break
         if first is not None:  # past the first rejected call, keep offering the rest
-            for i in [j for j, mask in enumerate(masks) if mask and j > first[0]]:
+            after = first[0] + 1
+            for i in compress(range(after, n), masks[after:]):
                 add(i, masks[i], tools[i])
         if 0 in masks:  # a call that matches no expected call is rejected too
             zero = masks.index(0)

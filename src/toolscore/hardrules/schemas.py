@@ -318,65 +318,30 @@ def column_test(schema: Any) -> ColumnTest | None:
             assert test is not None  # the whole schema has a fast test
             others.append((name, test))
 
-    if not others:
-        return _shape_column(names, needed, closed, dict(typed))
+    known: dict[tuple[str, ...], bool] = {}
+
+    def keys_ok(keys: tuple[str, ...]) -> bool:
+        return (not closed or names.issuperset(keys)) and needed.issubset(keys)
 
     def column(col: list[Any]) -> bool:
         if list(map(type, col)).count(dict) != len(col):
             return False
-        if closed and not all(map(names.issuperset, col)):
-            return False
-        if needed and not all(map(needed.issubset, col)):
-            return False
+        if closed or needed:  # each distinct set of argument names judged once
+            for keys in set(map(tuple, col)):
+                ok = known.get(keys)
+                if ok is None:
+                    ok = keys_ok(keys)
+                    if len(known) >= _CACHE:
+                        known.clear()
+                    known[keys] = ok
+                if not ok:
+                    return False
         for name, types in typed:  # object: the type of the missing marker
             if not types.issuperset(map(type, map(dict.get, col, repeat(name), repeat(_MISSING)))):
                 return False
         for name, test in others:
             values = map(dict.get, col, repeat(name), repeat(_MISSING))
             if not all(test(v) for v in values if v is not _MISSING):
-                return False
-        return True
-
-    return column
-
-
-def _shape_column(
-    names: frozenset[str], needed: frozenset[str], closed: bool, typed: dict[str, frozenset[type]]
-) -> ColumnTest:
-    """The column test of an object schema whose properties only say their type: whether a
-    call is valid depends only on its *shape* (its argument names and their values' exact
-    types), so each distinct shape of a column is judged once (and remembered)."""
-    known: dict[tuple[tuple[str, ...], tuple[type, ...]], bool] = {}
-
-    def judge(keys: tuple[str, ...], types: tuple[type, ...]) -> bool:
-        if closed and not names.issuperset(keys):
-            return False
-        if not needed.issubset(keys):
-            return False
-        for key, kind in zip(keys, types, strict=True):
-            allowed = typed.get(key)
-            if allowed is not None and kind not in allowed:
-                return False
-        return True
-
-    def column(col: list[Any]) -> bool:
-        if list(map(type, col)).count(dict) != len(col):
-            return False
-        shapes = set(
-            zip(
-                map(tuple, col),
-                map(tuple, map(map, repeat(type), map(dict.values, col))),
-                strict=True,
-            )
-        )
-        for shape in shapes:
-            ok = known.get(shape)
-            if ok is None:
-                ok = judge(*shape)
-                if len(known) >= _CACHE:
-                    known.clear()
-                known[shape] = ok
-            if not ok:
                 return False
         return True
 
