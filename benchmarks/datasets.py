@@ -11,9 +11,12 @@ way, then times, each in a fresh process (so peak RSS is that run's):
 * ``--loop``: the baseline a user has without datasets: read the file, group the lines by
   trace id, and call ``toolscore.evaluate()`` on each trace in one process.
 
-and prints traces/s, MB/s, wall seconds and peak RSS (the driver's ``ru_maxrss``, and the
-largest ``VmHWM`` of any process below it, polled every 0.25 s: the pool's or Dask's
-workers) for each. Not a test: run it by hand on a quiet machine.
+and prints traces/s, MB/s, wall seconds, CPU seconds (the run's own, plus every process below
+it: the pool's or Dask's workers, polled every 0.1 s, so the last tenth of a second of a
+worker may be missed) and traces per CPU second (on a shared machine, where wall times swing
+with the load, the steadier figure), and peak RSS (the driver's ``ru_maxrss``, and the
+largest ``VmHWM`` of any process below it) for each. Not a test: run it by hand on a quiet
+machine.
 
 Toolscore 1.10 is not installable here, so the baseline loop is this package's own
 ``evaluate()`` (the issue's stated 1.10 figures: ~810 traces/s, and ~680 for this package's
@@ -106,6 +109,8 @@ import json, os, resource, sys, threading, time
 from toolscore.dataset import evaluate_dataset
 
 PEAK = [0.0]
+CPU = {}  # pid -> the latest utime + stime seen (seconds)
+TICK = os.sysconf("SC_CLK_TCK")
 DONE = threading.Event()
 
 def descendants(root):
@@ -129,8 +134,14 @@ def descendants(root):
 def poll():
     # the largest resident set of any process below this one (pool or Dask workers)
     me = os.getpid()
-    while not DONE.wait(0.25):
+    while not DONE.wait(0.1):
         for pid in descendants(me):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                CPU[pid] = (int(fields[11]) + int(fields[12])) / TICK
+            except (OSError, IndexError, ValueError):
+                pass
             try:
                 with open(f"/proc/{pid}/status") as f:
                     for line in f:
@@ -157,7 +168,8 @@ def main():
            "median": s["median_score"], "p10": s["p10_score"], "pass_rate": s["pass_rate"],
            "pass_hat_k": s["pass_hat_k"], "errors": s["input_errors"],
            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-           "child_rss_mb": PEAK[0]}
+           "child_rss_mb": PEAK[0],
+           "cpu": sum(CPU.values()) + sum(resource.getrusage(resource.RUSAGE_SELF)[:2])}
     r.close()
     if client is not None:
         client.close(); cluster.close()
@@ -191,7 +203,8 @@ def main():
         n += 1
     wall = time.perf_counter() - t
     print(json.dumps({"wall": wall, "traces": n, "mean": total / n,
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "cpu": sum(resource.getrusage(resource.RUSAGE_SELF)[:2])}))
 if __name__ == "__main__":
     main()
 """
@@ -221,8 +234,11 @@ def main() -> None:
     args = parser.parse_args()
     base = Path(args.dir or tempfile.mkdtemp(prefix="toolscore-datasets-"))
     base.mkdir(parents=True, exist_ok=True)
-    print("| traces | run | workers | wall s | traces/s | MB/s | driver RSS MB | worker RSS MB |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| traces | run | workers | wall s | traces/s | MB/s | CPU s | traces/CPU s "
+        "| driver RSS MB | worker RSS MB |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for count in (int(x) for x in args.traces.split(",")):
         traces = base / f"traces-{count}.jsonl"
         gold = base / f"gold-{count}.jsonl"
@@ -235,7 +251,8 @@ def main() -> None:
             results["loop"] = r
             print(
                 f"| {count:,} | evaluate() loop | 1 | {r['wall']:.2f} | "
-                f"{r['traces'] / r['wall']:,.0f} | {mb / r['wall']:.1f} | {r['rss_mb']:.0f} | - |"
+                f"{r['traces'] / r['wall']:,.0f} | {mb / r['wall']:.1f} | {r['cpu']:.2f} | "
+                f"{r['traces'] / r['cpu']:,.0f} | {r['rss_mb']:.0f} | - |"
             )
         for workers in (int(x) for x in args.workers.split(",")):
             engines = ["pool"] + (["dask"] if args.dask else [])
@@ -245,6 +262,7 @@ def main() -> None:
                 print(
                     f"| {count:,} | {engine} | {workers} | {r['wall']:.2f} | "
                     f"{r['traces'] / r['wall']:,.0f} | {mb / r['wall']:.1f} | "
+                    f"{r['cpu']:.2f} | {r['traces'] / r['cpu']:,.0f} | "
                     f"{r['rss_mb']:.0f} | {r['child_rss_mb']:.0f} |",
                     flush=True,
                 )

@@ -112,14 +112,23 @@ def builtin_checks(
     *,
     strict: bool,
     keep_details: bool,
+    plan: Any = None,
 ) -> list[BaseCheck]:
+    """The built-in checks; ``plan``: an earlier expected-calls check's plan for the same gold
+    and options, reused (unless hard rules put argument modes into the score)."""
     scored, view = gold, None
     if rules is not None and rules.arguments is not None and rules.arguments.score:
         from .hardrules.matching import score_view
 
         scored, view = score_view(rules.arguments, gold)
     checks: list[BaseCheck] = [
-        expected_check(scored, strict=strict, keep_details=keep_details, arg_view=view),
+        expected_check(
+            scored,
+            strict=strict,
+            keep_details=keep_details,
+            arg_view=view,
+            plan=plan if view is None else None,
+        ),
         errors_check(),
         secrets_check(),
     ]

@@ -170,6 +170,10 @@ class Scorer:
         self.weights = normalize_weights(cfg.weights)
         self.rules = read_rules(_rules(cfg.forbidden))
         self.strict = cfg.strict
+        self._gold: list[ToolCall] | None = None
+        self._plan: Any = None
+        """The expected-calls check's plan of the last gold (the gold lookup gives the trials
+        of a task, read one after the other, the same list)."""
 
     def score(self, gold: list[ToolCall], batches: Iterable[Batch]) -> tuple[Any, Counter[str]]:
         """``(result, calls per tool)``.
@@ -180,9 +184,11 @@ class Scorer:
         from ..api import builtin_checks, guard_first, pipeline_result
         from ..pipeline import Pipeline, run_sync
 
-        pipeline = Pipeline(
-            builtin_checks(gold, self.rules, strict=self.strict, keep_details=False)
-        )
+        plan = self._plan if gold is self._gold else None
+        checks = builtin_checks(gold, self.rules, strict=self.strict, keep_details=False, plan=plan)
+        if plan is None:
+            self._gold, self._plan = gold, getattr(checks[0], "plan", None)
+        pipeline = Pipeline(checks)
         tools: Counter[str] = Counter()
 
         def counted() -> Iterator[Batch]:

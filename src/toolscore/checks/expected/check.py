@@ -43,9 +43,14 @@ class ExpectedCheck(BaseCheck):
         arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
         exact_pairing_max: int | None = None,
         approx_candidates: int | None = None,
+        plan: ExpectedPlan | None = None,
     ) -> None:
-        self.plan = ExpectedPlan(
-            list(gold), strict, keep_details, exact_pairing_max, approx_candidates
+        self.plan = (
+            plan
+            if plan is not None
+            else ExpectedPlan(
+                list(gold), strict, keep_details, exact_pairing_max, approx_candidates
+            )
         )
         self._arg_view = arg_view
         """How the argument pairing sees a tool's calls' arguments (argument modes that a
@@ -271,6 +276,7 @@ def expected_check(
     arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
     exact_pairing_max: int | None = None,
     approx_candidates: int | None = None,
+    plan: ExpectedPlan | None = None,
 ) -> ExpectedCheck:
     """The expected-calls check for ``gold``.
 
@@ -287,6 +293,8 @@ def expected_check(
             ``argument_metrics["pairing"]``.
         approx_candidates: past that, the candidates kept per gold call (default
             :data:`toolscore.limits.APPROX_PAIRING_CANDIDATES`).
+        plan: the :attr:`ExpectedCheck.plan` of an earlier check of the same gold and options
+            (immutable; shared by the trials of a task in a dataset run), instead of a new one.
     """
     return ExpectedCheck(
         gold,
@@ -295,4 +303,5 @@ def expected_check(
         arg_view=arg_view,
         exact_pairing_max=exact_pairing_max,
         approx_candidates=approx_candidates,
+        plan=plan,
     )
