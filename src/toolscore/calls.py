@@ -155,18 +155,19 @@ class Finding:
             if template is not None or detail is not None:
                 raise TypeError("a Finding takes a message, or a template and its fields")
             detail = message
-        setattr_ = object.__setattr__
-        setattr_(self, "check", check)
-        setattr_(self, "kind", kind)
-        setattr_(self, "severity", severity)
-        setattr_(self, "call_index", call_index)
-        setattr_(self, "tool", tool)
-        setattr_(self, "location", location)
-        setattr_(self, "preview", preview)
-        setattr_(self, "rule", rule)
-        setattr_(self, "path", path)
-        setattr_(self, "detail", detail)
-        setattr_(self, "template", template)
+        # the slots' own setters (frozen: no __setattr__), a third quicker than
+        # object.__setattr__ by name; a check makes one finding per failed call
+        _SET_CHECK(self, check)
+        _SET_KIND(self, kind)
+        _SET_SEVERITY(self, severity)
+        _SET_CALL_INDEX(self, call_index)
+        _SET_TOOL(self, tool)
+        _SET_LOCATION(self, location)
+        _SET_PREVIEW(self, preview)
+        _SET_RULE(self, rule)
+        _SET_PATH(self, path)
+        _SET_DETAIL(self, detail)
+        _SET_TEMPLATE(self, template)
 
     @property
     def message(self) -> str:
@@ -283,6 +284,27 @@ class Finding:
             else {"source": loc.source, "line": loc.line, "offset": loc.offset},
             "preview": self.preview,
         }
+
+
+(
+    _SET_CHECK,
+    _SET_KIND,
+    _SET_SEVERITY,
+    _SET_CALL_INDEX,
+    _SET_TOOL,
+    _SET_LOCATION,
+    _SET_PREVIEW,
+    _SET_RULE,
+    _SET_PATH,
+    _SET_DETAIL,
+    _SET_TEMPLATE,
+) = (
+    getattr(Finding, name).__set__
+    for name in (
+        "check", "kind", "severity", "call_index", "tool", "location", "preview", "rule",
+        "path", "detail", "template",
+    )
+)  # fmt: skip
 
 
 class Batch:
