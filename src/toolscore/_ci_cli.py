@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .baseline import Baseline, Comparison
     from .reports.junit import Gate
 
-__all__ = ["CiOptions", "CiState", "finish", "gates_of", "prepare"]
+__all__ = ["CiOptions", "CiState", "ci_paths", "finish", "gates_of", "prepare"]
 
 
 @dataclass
@@ -35,6 +35,27 @@ class CiOptions:
     @property
     def any(self) -> bool:
         return bool(self.save_baseline or self.baseline or self.junit or self.sarif)
+
+
+def ci_paths(
+    options: CiOptions,
+) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+    """The CI options' inputs and outputs, for :func:`toolscore.outputs.refuse_overlap`:
+    ``--baseline b.json --save-baseline b.json`` updates the baseline (read before the run),
+    so the baseline is an input only when it is not also the one saved."""
+    import os
+
+    inputs: list[tuple[str, str | None]] = []
+    if options.save_baseline is None or os.path.realpath(options.save_baseline) != os.path.realpath(
+        options.baseline or ""
+    ):
+        inputs.append(("the baseline", options.baseline))
+    outputs = [
+        ("--junit", options.junit),
+        ("--sarif", options.sarif),
+        ("--save-baseline", options.save_baseline),
+    ]
+    return inputs, outputs
 
 
 @dataclass

@@ -25,7 +25,11 @@ The file is JSON written for diffs: keys sorted, one trace per line::
 
 For a dataset (many traces), build a :class:`TraceSummary` per trace with :func:`summarize`
 and pass the mapping ``trace_id -> summary`` to :func:`write_baseline` and :func:`compare`;
-nothing here reads a trace, so memory is one small record per trace.
+nothing here reads a trace, so memory is one small record per trace. For more traces than
+memory should hold, the streaming forms do the same one trace at a time:
+:func:`iter_baseline` (read), :class:`AggregateBuilder`, :class:`Comparer` (compare, in
+trace-id order) and :func:`write_baseline_entries` (write, entries sorted by id), as
+``toolscore eval`` does on a dataset (:mod:`toolscore.dataset.ci`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,20 +46,28 @@ from .errors import InputError
 __all__ = [
     "BASELINE_FORMAT",
     "BASELINE_VERSION",
+    "MAX_LISTED",
+    "AggregateBuilder",
     "Baseline",
+    "Comparer",
     "Comparison",
     "Regression",
     "TraceSummary",
     "aggregate",
+    "baseline_lines",
     "compare",
     "dumps_baseline",
     "finding_key",
+    "iter_baseline",
     "load_baseline",
     "summaries_of",
     "summarize",
     "write_baseline",
+    "write_baseline_entries",
 ]
 
+MAX_LISTED = 1000
+"""Regressions and improvements a :class:`Comparison` lists (all are counted)."""
 BASELINE_FORMAT = "toolscore-baseline"
 BASELINE_VERSION = 1
 _EPSILON = 1e-9  # a score equal to the baseline's within float noise is not a drop
@@ -190,52 +202,98 @@ def summarize(result: Any) -> TraceSummary:
     )
 
 
+class AggregateBuilder:
+    """:func:`aggregate` built one summary at a time (memory: the findings' keys only)."""
+
+    def __init__(self) -> None:
+        self.traces = 0
+        self.incomplete = 0
+        self.done = 0
+        self.total = 0
+        self.findings: dict[str, int] = {}
+        self._partials: list[float] = []  # an exact running sum (Shewchuk), as math.fsum
+        self._scored = 0
+        self._min: float | None = None
+
+    def add(self, summary: TraceSummary) -> None:
+        """Count one trace's summary."""
+        self.traces += 1
+        if not summary.complete:
+            self.incomplete += 1
+        score = summary.score
+        if math.isfinite(score):
+            self._scored += 1
+            self._min = score if self._min is None else min(self._min, score)
+            x = score
+            i = 0
+            for y in self._partials:
+                if abs(x) < abs(y):
+                    x, y = y, x
+                hi = x + y
+                lo = y - (hi - x)
+                if lo:
+                    self._partials[i] = lo
+                    i += 1
+                x = hi
+            self._partials[i:] = [x]
+        if summary.required is not None:
+            self.done += summary.required[0]
+            self.total += summary.required[1]
+        for key, n in summary.findings.items():
+            self.findings[key] = self.findings.get(key, 0) + n
+
+    def result(self) -> dict[str, Any]:
+        """The aggregate, as :func:`aggregate` gives it."""
+        return {
+            "findings": dict(sorted(self.findings.items())),
+            "incomplete": self.incomplete,
+            "mean_score": math.fsum(self._partials) / self._scored if self._scored else None,
+            "min_score": self._min,
+            "required": [self.done, self.total],
+            "traces": self.traces,
+        }
+
+
 def aggregate(summaries: Mapping[str, TraceSummary]) -> dict[str, Any]:
     """The aggregate over traces: count, mean and lowest score, required calls completed
     (summed), findings (summed by key), traces not read to their end."""
-    items = list(summaries.values())
-    scores = [s.score for s in items if math.isfinite(s.score)]
-    done = total = 0
-    findings: dict[str, int] = {}
-    for s in items:
-        if s.required is not None:
-            done += s.required[0]
-            total += s.required[1]
-        for key, n in s.findings.items():
-            findings[key] = findings.get(key, 0) + n
-    return {
-        "findings": dict(sorted(findings.items())),
-        "incomplete": sum(1 for s in items if not s.complete),
-        "mean_score": math.fsum(scores) / len(scores) if scores else None,
-        "min_score": min(scores) if scores else None,
-        "required": [done, total],
-        "traces": len(items),
-    }
+    builder = AggregateBuilder()
+    for summary in summaries.values():
+        builder.add(summary)
+    return builder.result()
 
 
 def _line(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
+def baseline_lines(
+    aggregate_data: Mapping[str, Any], entries: Iterable[tuple[str, TraceSummary]]
+) -> Iterator[str]:
+    """The baseline file's lines (each with its newline) for an aggregate and ``(trace_id,
+    summary)`` entries **sorted by trace id**: the layout of the module docstring, produced
+    one trace at a time (a dataset's baseline is written without holding its traces)."""
+    yield "{\n"
+    yield f'"aggregate": {_line(dict(aggregate_data))},\n'
+    yield f'"format": {_line(BASELINE_FORMAT)},\n'
+    previous: str | None = None
+    for trace_id, summary in entries:
+        if previous is None:
+            yield '"traces": {\n'
+        else:
+            yield previous + ",\n"
+        previous = f"{_line(str(trace_id))}: {_line(summary.to_json())}"
+    if previous is None:
+        yield '"traces": {},\n'
+    else:
+        yield previous + "\n},\n"
+    yield f'"version": {BASELINE_VERSION}\n'
+    yield "}\n"
+
+
 def dumps_baseline(summaries: Mapping[str, TraceSummary]) -> str:
     """The baseline file's text for ``trace_id -> summary``: sorted keys, one trace a line."""
-    lines = [
-        "{",
-        f'"aggregate": {_line(aggregate(summaries))},',
-        f'"format": {_line(BASELINE_FORMAT)},',
-    ]
-    entries = sorted(summaries.items())
-    if entries:
-        lines.append('"traces": {')
-        for i, (trace_id, summary) in enumerate(entries):
-            comma = "," if i < len(entries) - 1 else ""
-            lines.append(f"{_line(str(trace_id))}: {_line(summary.to_json())}{comma}")
-        lines.append("},")
-    else:
-        lines.append('"traces": {},')
-    lines.append(f'"version": {BASELINE_VERSION}')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return "".join(baseline_lines(aggregate(summaries), sorted(summaries.items())))
 
 
 def write_baseline(path: str | os.PathLike[str], summaries: Mapping[str, TraceSummary]) -> None:
@@ -245,9 +303,23 @@ def write_baseline(path: str | os.PathLike[str], summaries: Mapping[str, TraceSu
     Raises:
         OSError: the file cannot be written (naming ``path``).
     """
+    write_baseline_entries(path, aggregate(summaries), sorted(summaries.items()))
+
+
+def write_baseline_entries(
+    path: str | os.PathLike[str],
+    aggregate_data: Mapping[str, Any],
+    entries: Iterable[tuple[str, TraceSummary]],
+) -> None:
+    """Write a baseline from its aggregate and ``(trace_id, summary)`` entries sorted by id,
+    streamed (see :func:`baseline_lines`), as :func:`write_baseline` writes it.
+
+    Raises:
+        OSError: the file cannot be written (naming ``path``).
+    """
     from .outputs import write_report
 
-    write_report(path, dumps_baseline(summaries).encode("utf-8"))
+    write_report(path, (line.encode("utf-8") for line in baseline_lines(aggregate_data, entries)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,42 +331,90 @@ class Baseline:
 
 
 def load_baseline(path: str | os.PathLike[str]) -> Baseline:
-    """Read a baseline file written by :func:`write_baseline`.
+    """Read a baseline file written by :func:`write_baseline` (for a large one, stream its
+    entries with :func:`iter_baseline`).
 
     Raises:
         InputError: the file is missing, not JSON, or not a toolscore baseline (of this
             version); the message names the file and the entry.
     """
     name = os.fspath(path)
+    return Baseline(dict(iter_baseline(name)), name)
+
+
+def iter_baseline(path: str | os.PathLike[str]) -> Iterator[tuple[str, TraceSummary]]:
+    """The ``(trace_id, summary)`` entries of a baseline file, streamed (ijson): memory is
+    one entry at a time, whatever the number of traces. The file is checked (JSON, format,
+    version) before this returns; an entry that is not a summary raises as it is reached.
+
+    Raises:
+        InputError: as :func:`load_baseline`.
+    """
+    name = os.fspath(path)
+    _check_header(name)
+    return _entries(name)
+
+
+def _open_baseline(name: str) -> Any:
     try:
-        with open(name, encoding="utf-8") as f:
-            data = json.load(f)
+        return open(name, "rb")
     except FileNotFoundError:
         raise InputError(name, "baseline file not found") from None
     except OSError as exc:
         raise InputError(name, f"cannot read the baseline: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(name, "invalid UTF-8", offset=exc.start) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            name, f"invalid JSON: {exc.msg}", line=exc.lineno, offset=exc.pos
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
-        raise InputError(name, f'not a toolscore baseline (no "format": "{BASELINE_FORMAT}")')
-    if data.get("version") != BASELINE_VERSION:
-        raise InputError(
-            name, f"baseline version {data.get('version')!r}; this toolscore reads version 1"
-        )
-    traces = data.get("traces")
-    if not isinstance(traces, dict):
-        raise InputError(name, '"traces" must be an object')
-    out: dict[str, TraceSummary] = {}
-    for trace_id, entry in traces.items():
+
+
+def _json_error(name: str, exc: Exception) -> InputError:
+    if isinstance(exc, UnicodeDecodeError):
+        return InputError(name, "invalid UTF-8", offset=exc.start)
+    return InputError(name, f"invalid JSON: {exc}")
+
+
+def _check_header(name: str) -> None:
+    """The top level of the file: an object with the format, version and traces."""
+    import ijson
+
+    found: dict[str, Any] = {}
+    with _open_baseline(name) as f:
         try:
-            out[trace_id] = TraceSummary.from_json(entry, f"trace {trace_id!r}")
-        except ValueError as exc:
-            raise InputError(name, str(exc)) from None
-    return Baseline(out, name)
+            first = True
+            for prefix, event, value in ijson.parse(f, use_float=True):
+                if first:
+                    first = False
+                    if event != "start_map":
+                        break
+                if prefix in ("format", "version") and event not in ("map_key",):
+                    found[prefix] = value
+                elif prefix == "traces" and event in ("start_map", "start_array"):
+                    found["traces"] = event
+                elif prefix == "traces" and event not in ("map_key", "end_map", "end_array"):
+                    found["traces"] = event
+        except (ijson.JSONError, UnicodeDecodeError) as exc:
+            raise _json_error(name, exc) from None
+        except OSError as exc:
+            raise InputError(name, f"cannot read the baseline: {exc.strerror}") from None
+    if found.get("format") != BASELINE_FORMAT:
+        raise InputError(name, f'not a toolscore baseline (no "format": "{BASELINE_FORMAT}")')
+    if found.get("version") != BASELINE_VERSION:
+        raise InputError(
+            name, f"baseline version {found.get('version')!r}; this toolscore reads version 1"
+        )
+    if found.get("traces") != "start_map":
+        raise InputError(name, '"traces" must be an object')
+
+
+def _entries(name: str) -> Iterator[tuple[str, TraceSummary]]:
+    import ijson
+
+    with _open_baseline(name) as f:
+        try:
+            for trace_id, entry in ijson.kvitems(f, "traces", use_float=True):
+                try:
+                    yield trace_id, TraceSummary.from_json(entry, f"trace {trace_id!r}")
+                except ValueError as exc:
+                    raise InputError(name, str(exc)) from None
+        except (ijson.JSONError, UnicodeDecodeError) as exc:
+            raise _json_error(name, exc) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +444,9 @@ class Comparison:
     notes: list[str]
     """Lines that do not fail the run (traces new since the baseline...)."""
     tolerance: float
+    regression_count: int | None = None
+    """Every regression found (``regressions`` keeps the first :data:`MAX_LISTED`)."""
+    improvement_count: int | None = None
 
     @property
     def passed(self) -> bool:
@@ -335,30 +458,35 @@ class Comparison:
         if self.passed:
             head = f"PASS no regression against the baseline (tolerance {self.tolerance:g})"
         else:
-            n = len(self.regressions)
+            n = self.regression_count or len(self.regressions)
             head = (
                 f"FAIL {n} regression{'s' if n != 1 else ''} against the baseline "
                 f"(tolerance {self.tolerance:g})"
             )
         out = [head]
         out.extend(f"  REGRESSION {r}" for r in self.regressions)
+        more = (self.regression_count or 0) - len(self.regressions)
+        if more > 0:
+            out.append(f"  REGRESSION ... and {more:,} more")
         out.extend(f"  improved   {line}" for line in self.improvements)
+        more = (self.improvement_count or 0) - len(self.improvements)
+        if more > 0:
+            out.append(f"  improved   ... and {more:,} more")
         out.extend(f"  note       {line}" for line in self.notes)
         return out
 
 
-def _pairs(
-    baseline: Mapping[str, TraceSummary], current: Mapping[str, TraceSummary]
-) -> tuple[list[tuple[str, TraceSummary, TraceSummary]], list[str], list[str], list[str]]:
-    if len(baseline) == 1 and len(current) == 1:
-        ((old_id, before),) = baseline.items()
-        ((new_id, after),) = current.items()
-        notes = [] if old_id == new_id else [f"compared {new_id} with baseline trace {old_id}"]
-        return [(new_id, before, after)], [], [], notes
-    pairs = [(tid, baseline[tid], s) for tid, s in sorted(current.items()) if tid in baseline]
-    gone = sorted(tid for tid in baseline if tid not in current)
-    new = sorted(tid for tid in current if tid not in baseline)
-    return pairs, gone, new, []
+class _Capped(list[Any]):
+    """A list that keeps the first :data:`MAX_LISTED` items appended and counts them all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0
+
+    def append(self, item: Any) -> None:
+        self.total += 1
+        if len(self) < MAX_LISTED:
+            super().append(item)
 
 
 def _score(
@@ -421,6 +549,79 @@ def _required(
         regressions.append(Regression(trace_id, "required", message))
 
 
+class Comparer:
+    """:func:`compare` one trace at a time, for runs too large to hold (a dataset): feed it
+    :meth:`gone`, :meth:`trace` and :meth:`new` in trace-id order, then :meth:`finish` with
+    both aggregates (:class:`AggregateBuilder`). Memory: the first :data:`MAX_LISTED`
+    regressions and improvements (all are counted) and the first five new trace ids.
+
+    Raises:
+        ValueError: ``tolerance`` is negative or not finite.
+    """
+
+    def __init__(self, tolerance: float = 0.0) -> None:
+        if not math.isfinite(tolerance) or tolerance < 0:
+            raise ValueError(f"the baseline tolerance must be a number >= 0, got {tolerance}")
+        self.tolerance = tolerance
+        self.regressions = _Capped()
+        self.improvements = _Capped()
+        self.notes: list[str] = []
+        self._new: list[str] = []
+        self._new_count = 0
+        self._gone_count = 0
+
+    def gone(self, trace_id: str) -> None:
+        """A trace of the baseline that this run did not evaluate (a regression)."""
+        self._gone_count += 1
+        self.regressions.append(
+            Regression(trace_id, "missing_trace", "in the baseline but not evaluated in this run")
+        )
+
+    def trace(self, trace_id: str, old: TraceSummary, cur: TraceSummary) -> None:
+        """A trace in both: its score, required calls, findings, completeness."""
+        if old.complete and not cur.complete:
+            self.regressions.append(
+                Regression(trace_id, "incomplete", "could not be read to its end this time")
+            )
+        _score(trace_id, old.score, cur.score, self.tolerance, self.regressions, self.improvements)
+        _required(trace_id, old, cur, self.regressions)
+        _findings(trace_id, old.findings, cur.findings, self.regressions, self.improvements)
+
+    def new(self, trace_id: str) -> None:
+        """A trace not in the baseline (a note, not a regression)."""
+        self._new_count += 1
+        if len(self._new) < 5:
+            self._new.append(trace_id)
+
+    def finish(
+        self, before: Mapping[str, Any] | None = None, after: Mapping[str, Any] | None = None
+    ) -> Comparison:
+        """The comparison; with both aggregates (:func:`aggregate`'s form), the mean score
+        and, when the same traces were evaluated, the required calls over all traces too."""
+        if self._new_count:
+            n = self._new_count
+            shown = ", ".join(self._new) + (f" and {n - 5} more" if n > 5 else "")
+            self.notes.append(f"{n} trace(s) not in the baseline: {shown}")
+        if before is not None and after is not None:
+            _score(
+                None, before["mean_score"], after["mean_score"], self.tolerance,
+                self.regressions, [],
+            )  # fmt: skip
+            old_req, new_req = before["required"], after["required"]
+            if not self._gone_count and not self._new_count:
+                _required(
+                    None, (old_req[0], old_req[1]), (new_req[0], new_req[1]), self.regressions
+                )
+        return Comparison(
+            list(self.regressions),
+            list(self.improvements),
+            self.notes,
+            self.tolerance,
+            self.regressions.total,
+            self.improvements.total,
+        )
+
+
 def compare(
     baseline: Baseline | Mapping[str, TraceSummary],
     current: Mapping[str, TraceSummary],
@@ -431,6 +632,7 @@ def compare(
     Traces are matched by id; when both sides hold exactly one trace they are compared
     whatever their ids (a single trace evaluated from another path). With more than one
     trace the aggregate is compared too (mean score, required calls, findings by key).
+    :class:`Comparer` does the same one trace at a time.
 
     Args:
         baseline: the loaded baseline, or its ``trace_id -> summary`` mapping.
@@ -440,34 +642,25 @@ def compare(
     Raises:
         ValueError: ``tolerance`` is negative or not finite.
     """
-    if not math.isfinite(tolerance) or tolerance < 0:
-        raise ValueError(f"the baseline tolerance must be a number >= 0, got {tolerance}")
     old_traces = baseline.traces if isinstance(baseline, Baseline) else dict(baseline)
-    regressions: list[Regression] = []
-    improvements: list[str] = []
-    pairs, gone, new, notes = _pairs(old_traces, current)
-    for trace_id in gone:
-        regressions.append(
-            Regression(trace_id, "missing_trace", "in the baseline but not evaluated in this run")
-        )
-    for trace_id, old, cur in pairs:
-        if old.complete and not cur.complete:
-            regressions.append(
-                Regression(trace_id, "incomplete", "could not be read to its end this time")
-            )
-        _score(trace_id, old.score, cur.score, tolerance, regressions, improvements)
-        _required(trace_id, old, cur, regressions)
-        _findings(trace_id, old.findings, cur.findings, regressions, improvements)
-    if new:
-        shown = ", ".join(new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
-        notes.append(f"{len(new)} trace(s) not in the baseline: {shown}")
+    comparer = Comparer(tolerance)
+    if len(old_traces) == 1 and len(current) == 1:
+        ((old_id, before),) = old_traces.items()
+        ((new_id, after),) = current.items()
+        if old_id != new_id:
+            comparer.notes.append(f"compared {new_id} with baseline trace {old_id}")
+        comparer.trace(new_id, before, after)
+        return comparer.finish()
+    for trace_id in sorted(tid for tid in old_traces if tid not in current):
+        comparer.gone(trace_id)
+    for trace_id, summary in sorted(current.items()):
+        if trace_id in old_traces:
+            comparer.trace(trace_id, old_traces[trace_id], summary)
+        else:
+            comparer.new(trace_id)
     if len(old_traces) > 1 or len(current) > 1:
-        before, after = aggregate(old_traces), aggregate(current)
-        _score(None, before["mean_score"], after["mean_score"], tolerance, regressions, [])
-        old_req, new_req = before["required"], after["required"]
-        if not gone and not new:
-            _required(None, (old_req[0], old_req[1]), (new_req[0], new_req[1]), regressions)
-    return Comparison(regressions, improvements, notes, tolerance)
+        return comparer.finish(aggregate(old_traces), aggregate(current))
+    return comparer.finish()
 
 
 def summaries_of(results: Iterable[tuple[str, Any]]) -> dict[str, TraceSummary]:

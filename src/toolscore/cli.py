@@ -338,16 +338,11 @@ def eval_paths(
         ("the rule file", opts.forbidden),
     ]
     outputs = [("-o", opts.output), ("--markdown", opts.markdown), ("--html", opts.html)]
-    # --baseline b.json --save-baseline b.json updates the baseline (read before the run)
-    if opts.ci.save_baseline is None or os.path.realpath(opts.ci.save_baseline) != os.path.realpath(
-        opts.ci.baseline or ""
-    ):
-        inputs.append(("the baseline", opts.ci.baseline))
-    outputs += [
-        ("--junit", opts.ci.junit),
-        ("--sarif", opts.ci.sarif),
-        ("--save-baseline", opts.ci.save_baseline),
-    ]
+    from ._ci_cli import ci_paths
+
+    ci_inputs, ci_outputs = ci_paths(opts.ci)
+    inputs += ci_inputs
+    outputs += ci_outputs
     return inputs, outputs
 
 

@@ -175,9 +175,10 @@ def open_append(path: str) -> int:
     return os.open(path, flags, 0o644)
 
 
-def write_report(path: str | os.PathLike[str], data: bytes) -> None:
+def write_report(path: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
     """Write a whole report to ``path``: through a device, FIFO or socket; otherwise into a
     temporary file beside the file (or the target of a symbolic link) renamed onto it.
+    ``data`` may be the report's chunks, written as they come (a report larger than memory).
 
     Raises:
         OSError: naming ``path`` as given.
@@ -185,14 +186,17 @@ def write_report(path: str | os.PathLike[str], data: bytes) -> None:
     name = os.fspath(path)
     try:
         target = resolve_output(name)
+        chunks = (data,) if isinstance(data, bytes) else data
         if target.stream:
             with open_stream(name) as out:
-                out.write(data)
+                for chunk in chunks:
+                    out.write(chunk)
             return
         fd, temp = tempfile.mkstemp(prefix=".toolscore-", suffix=".part", dir=target.temp_directory)
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(data)
+                for chunk in chunks:
+                    out.write(chunk)
             os.chmod(temp, file_mode())
             os.replace(temp, target.real)
         except BaseException:

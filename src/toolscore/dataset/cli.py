@@ -154,20 +154,9 @@ def run_dataset(opts: Any, options: DatasetOptions) -> int:
     from .._cliutil import error_line, failure_status, parse_run_options
     from .._exitcodes import Outcome, exit_code
     from ..errors import ToolscoreError
-    from ..outputs import write_report
-    from ..reports.console import make_console
-    from ..verdict import parse_fail_under, passes
+    from ..verdict import parse_fail_under
     from .records import PassCriterion
-    from .reports import render_html, render_markdown, summary_renderable, write_json
-    from .run import evaluate_dataset
 
-    ci = getattr(opts, "ci", None)
-    if ci is not None and ci.any:
-        error_line(
-            "--junit, --sarif, --save-baseline and --baseline do not apply to a dataset yet; "
-            "use --per-trace and the JSON report"
-        )
-        return exit_code(Outcome(usage_error=True))
     parsed = parse_run_options(opts.weights, opts.fail_under)
     if isinstance(parsed, int):
         return parsed
@@ -185,18 +174,45 @@ def run_dataset(opts: Any, options: DatasetOptions) -> int:
     )
     from ..outputs import refuse_overlap
 
+    ci_options = getattr(opts, "ci", None)
     try:
-        refuse_overlap(
-            [("the gold", opts.gold), ("the traces", opts.trace), ("the rules", opts.forbidden)],
-            [
-                ("-o", opts.output),
-                ("--markdown", opts.markdown),
-                ("--html", opts.html),
-                ("--per-trace", options.per_trace),
-            ],
-        )
+        inputs, outputs = _paths(opts, options)
+        refuse_overlap(inputs, outputs)
     except ToolscoreError as exc:
         return failure_status(exc)
+    ci = None
+    if ci_options is not None and ci_options.any:
+        from .ci import DatasetCi
+
+        try:
+            ci = DatasetCi(ci_options, criterion)  # reads --baseline before anything runs
+        except ToolscoreError as exc:
+            return failure_status(exc)
+    try:
+        return _run(opts, options, criterion, weights, threshold, min_rate, ci)
+    finally:
+        if ci is not None:
+            ci.close()
+
+
+def _run(
+    opts: Any,
+    options: DatasetOptions,
+    criterion: Any,
+    weights: Any,
+    threshold: float | str | None,
+    min_rate: float | None,
+    ci: Any,
+) -> int:
+    from .._cliutil import error_line, failure_status
+    from .._exitcodes import Outcome, exit_code
+    from ..errors import ToolscoreError
+    from ..outputs import write_report
+    from ..reports.console import make_console
+    from ..verdict import passes
+    from .reports import render_html, render_markdown, summary_renderable, write_json
+    from .run import evaluate_dataset
+
     progress, on_progress = _progress()
     try:
         with progress:
@@ -217,6 +233,8 @@ def run_dataset(opts: Any, options: DatasetOptions) -> int:
                 interleaved=options.interleaved,
                 on_progress=on_progress,
                 on_problem=lambda text: error_line(text),
+                details=ci is not None,
+                on_record=None if ci is None else ci.add,
             )
     except (ToolscoreError, ValueError, OSError) as exc:
         return failure_status(exc)
@@ -243,36 +261,81 @@ def run_dataset(opts: Any, options: DatasetOptions) -> int:
             console.print(Text(f"> {label}: {path}"))
     console.file.flush()
 
+    from ..reports.junit import Gate
+
+    gates: list[Gate] = []
     below = False
     mean = result.mean
     if threshold is not None:
-        if mean is None or not (
+        ok = mean is not None and (
             passes(mean, threshold) or (isinstance(threshold, float) and mean >= threshold - 1e-9)
-        ):
+        )
+        shown = "no score" if mean is None else f"mean score {mean:.1%}"
+        why = f"{shown} is below --fail-under {opts.fail_under}"
+        gates.append(Gate(f"fail-under {opts.fail_under}", ok, "" if ok else why))
+        if not ok:
             below = True
-            shown = "no score" if mean is None else f"mean score {mean:.1%}"
-            sys.stderr.write(f"FAIL {shown} is below --fail-under {opts.fail_under}\n")
+            sys.stderr.write(f"FAIL {why}\n")
     if min_rate is not None:
         rate = result.pass_rate
-        if rate is None or rate < min_rate - 1e-12:
+        ok = rate is not None and rate >= min_rate - 1e-12
+        shown = "no trace judged" if rate is None else f"pass rate {rate:.1%}"
+        why = f"{shown} is below --min-pass-rate {options.min_pass_rate}"
+        gates.append(Gate(f"min-pass-rate {options.min_pass_rate}", ok, "" if ok else why))
+        if not ok:
             below = True
-            shown = "no trace judged" if rate is None else f"pass rate {rate:.1%}"
-            sys.stderr.write(f"FAIL {shown} is below --min-pass-rate {options.min_pass_rate}\n")
+            sys.stderr.write(f"FAIL {why}\n")
     violations = False
-    if opts.fail_on_violations and result.aggregate.violations:
-        violations = True
-        sys.stderr.write(
-            f"ERROR {result.aggregate.violations} forbidden call(s) or credential(s) found "
-            "(--fail-on-violations)\n"
-        )
+    if opts.fail_on_violations:
+        count = result.aggregate.violations
+        why = f"{count} forbidden call(s) or credential(s) found"
+        gates.append(Gate("fail-on-violations", not count, why if count else ""))
+        if count:
+            violations = True
+            sys.stderr.write(f"ERROR {why} (--fail-on-violations)\n")
     errors = result.input_errors
     if errors:
         first = next((r.error for r in result.errors if r.error), "")
         error_line(f"{errors} trace(s) or part(s) could not be read whole (first: {first})")
     sys.stderr.flush()
+    if ci is not None:
+        from .ci import finish_ci
+
+        try:
+            below = finish_ci(ci, gates, console) or below
+        except OSError as exc:
+            error_line(f"cannot write a report: {exc}")
+            result.close()
+            return exit_code(Outcome(input_error=True))
     code = exit_code(Outcome(input_error=errors > 0, violations=violations, below_threshold=below))
     result.close()
     return code
+
+
+def _paths(
+    opts: Any, options: DatasetOptions
+) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+    """The run's inputs and outputs, for :func:`toolscore.outputs.refuse_overlap` (with the
+    CI options', :func:`toolscore._ci_cli.ci_paths`)."""
+    inputs: list[tuple[str, str | None]] = [
+        ("the gold", opts.gold),
+        ("the traces", opts.trace),
+        ("the rules", opts.forbidden),
+    ]
+    outputs: list[tuple[str, str | None]] = [
+        ("-o", opts.output),
+        ("--markdown", opts.markdown),
+        ("--html", opts.html),
+        ("--per-trace", options.per_trace),
+    ]
+    ci = getattr(opts, "ci", None)
+    if ci is not None:
+        from .._ci_cli import ci_paths
+
+        ci_inputs, ci_outputs = ci_paths(ci)
+        inputs += ci_inputs
+        outputs += ci_outputs
+    return inputs, outputs
 
 
 class _NoProgress:

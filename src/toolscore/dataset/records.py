@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from .ci import TraceView
+
 __all__ = ["STATUSES", "PassCriterion", "Status", "TraceRecord", "record_line"]
 
 Status = Literal["ok", "error", "no_gold", "no_trace"]
@@ -57,15 +59,17 @@ class TraceRecord(msgspec.Struct, kw_only=True, omit_defaults=False):
     """What went wrong and where (file, line or byte offset), already redacted."""
     order: tuple[int, int] = (0, 0)
     """(part, position): where the trace sits in the dataset's reading order."""
+    ci: TraceView | None = None
+    """What the CI outputs need of the trace (``details=True`` only; never written out)."""
 
 
 _ENCODER = msgspec.json.Encoder()
 
 
 def record_line(record: TraceRecord) -> bytes:
-    """The record as one JSON line (without ``order``), newline included."""
+    """The record as one JSON line (without ``order`` and ``ci``), newline included."""
     data = msgspec.structs.asdict(record)
-    del data["order"]
+    del data["order"], data["ci"]
     return _ENCODER.encode(data) + b"\n"
 
 

@@ -192,6 +192,7 @@ def evaluate_dataset(
     workdir: str | None = None,
     pii: bool | Iterable[str] | None = None,
     max_value_bytes: int | None = None,
+    details: bool = False,
 ) -> DatasetResult:
     """Evaluate every trace of a dataset against its own gold.
 
@@ -226,6 +227,9 @@ def evaluate_dataset(
             (``None``: the kinds active in the caller, e.g. the command line's ``--pii``).
         max_value_bytes: the largest value read whole (``None``: the limit active in the
             caller, e.g. ``--max-value-bytes``). Both are carried to every worker.
+        details: each record handed to ``on_record`` carries ``ci``, a
+            :class:`~.ci.TraceView` of its findings (with their lines) and its baseline
+            summary, for JUnit, SARIF and baselines (:class:`~.ci.DatasetCi`); never stored.
 
     Raises:
         InputError: TRACES matches nothing.
@@ -288,6 +292,7 @@ def evaluate_dataset(
             spill_dir=work,
             pii=kinds,
             max_value_bytes=limit,
+            details=details,
         )
         return _drive(
             parts,
@@ -350,7 +355,7 @@ class _Writer:
             return
         for r in records:
             row = msgspec.structs.asdict(r)
-            del row["order"]
+            del row["order"], row["ci"]
             row["findings"] = [{"kind": k, "count": v} for k, v in r.findings.items()]
             row["tools"] = [
                 {"tool": t, "calls": c[0], "failed": c[1], "retries": c[2]}
@@ -478,6 +483,8 @@ def _shift(result: PartResult, base: dict[str, int], part: Part) -> None:
     if not shift:
         return
     for r in result.records:
+        if r.ci is not None:
+            r.ci = r.ci.shifted(shift)
         if r.line is not None:
             old = r.line
             r.line = old + shift
@@ -547,6 +554,7 @@ def _drive(
                 missing_gold.append(r.trace_id)
             if on_record is not None:
                 on_record(r)
+            r.ci = None
         spool.write(b"".join(record_line(r) for r in records))
         if writer is not None:
             writer.write(records)
@@ -593,6 +601,7 @@ def _drive(
                 r.score = None
                 r.passed = None
                 r.grade = None
+                r.ci = None
             take(outcome.records)
             done_bytes += outcome.bytes_read
             if on_progress is not None:

@@ -66,6 +66,8 @@ class Config:
     """The opt-in personal-data kinds looked for and redacted (``--pii``)."""
     max_value_bytes: int | None = None
     """The largest value read whole (``--max-value-bytes``); ``None``: the default."""
+    details: bool = False
+    """Records carry a :class:`~.ci.TraceView` (for JUnit, SARIF, baselines)."""
 
 
 @dataclass
@@ -309,6 +311,10 @@ def _fill(
 
             record.status = "error"
             record.error = redact_secrets(problem)
+    if cfg.details:
+        from .ci import trace_view
+
+        record.ci = trace_view(result, source, linenos, record.error)
     if not has_gold:
         if record.status == "ok":
             record.status = "no_gold"

@@ -21,7 +21,9 @@ plugin) read the common Ant/Surefire shape written here::
 A trace's test case fails when the trace has an error-severity finding (a forbidden call, a
 credential) and errors (``<error>``) when it could not be read to its end or parts of it were
 unreadable; warnings (failed calls, retries) are listed in its output without failing it. A
-dataset may decide differently by passing ``failed=`` (see :class:`JunitWriter`). Every text
+dataset may decide differently by passing ``failed=`` (see :class:`JunitWriter`); a result
+with a ``failure`` attribute (why it did not pass) has it as its failure's message, and one
+with ``skipped`` (a dataset's trace without a score) is written ``<skipped>``. Every text
 is redacted (:func:`toolscore.redact.redact_secrets`) and stripped of characters XML cannot
 hold. Test cases are spooled to a temporary file as they are added, so a dataset of many
 traces keeps one small record per trace in memory at a time.
@@ -115,6 +117,7 @@ class JunitWriter:
         self.traces = 0
         self.trace_failures = 0
         self.trace_errors = 0
+        self.trace_skipped = 0
 
     def __enter__(self) -> JunitWriter:
         return self
@@ -139,7 +142,7 @@ class JunitWriter:
         out.append("      <properties>")
         props = [
             ("score", _number(result.score)),
-            ("grade", str(result.grade)),
+            ("grade", "" if result.grade is None else str(result.grade)),
             ("calls", str(result.trace_calls_count)),
             ("required_call_recall", _number(result.required_call_recall)),
         ]
@@ -166,6 +169,9 @@ class JunitWriter:
             n = len(errors)
             head = f"{n} error{'s' if n != 1 else ''}" if n else "failed"
             first = f": {errors[0].message}" if errors else ""
+            reason = getattr(result, "failure", None)  # a dataset's pass criterion
+            if reason:
+                head, first = reason, (f"; {n} error{'s' if n != 1 else ''}" if n else "")
             listed = [f"{f.severity.upper()} {f.message}" for f in findings[:_MAX_FINDINGS]]
             if len(findings) > _MAX_FINDINGS:
                 listed.append(f"... and {len(findings) - _MAX_FINDINGS} more findings")
@@ -173,9 +179,15 @@ class JunitWriter:
                 f'      <failure type="toolscore.findings" message={_attr(head + first)}>'
                 f"{_body(chr(10).join(listed))}</failure>"
             )
-        summary = [
-            f"score {result.score:.3f} (grade {result.grade}), {result.trace_calls_count} calls"
-        ]
+        elif getattr(result, "skipped", None):  # a dataset's trace without a score
+            self.trace_skipped += 1
+            out.append(f"      <skipped message={_attr(str(result.skipped))}/>")
+        score = (
+            "no score"
+            if result.score is None
+            else f"score {result.score:.3f} (grade {result.grade})"
+        )
+        summary = [f"{score}, {result.trace_calls_count} calls"]
         summary.extend(f"{f.severity.upper()} {f.message}" for f in findings[:_MAX_FINDINGS])
         summary.extend(f"NOTE {note}" for note in getattr(result, "notes", ()))
         out.append(f"      <system-out>{_body(chr(10).join(summary))}</system-out>")
@@ -229,13 +241,13 @@ class JunitWriter:
                 f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
                 f.write(
                     f'<testsuites name={_attr(self.suite)} tests="{tests}" '
-                    f'failures="{failures}" errors="{self.trace_errors}" skipped="0" '
-                    'time="0">\n'
+                    f'failures="{failures}" errors="{self.trace_errors}" '
+                    f'skipped="{self.trace_skipped}" time="0">\n'
                 )
                 f.write(
                     f'  <testsuite name={_attr(name)} tests="{self.traces}" '
                     f'failures="{self.trace_failures}" errors="{self.trace_errors}" '
-                    'skipped="0" time="0">\n'
+                    f'skipped="{self.trace_skipped}" time="0">\n'
                 )
                 self._spool.seek(0)
                 for chunk in iter(lambda: self._spool.read(1 << 16), ""):
