@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..calls import Finding, Location
+from ..calls import Finding, FindingValues, Location
 
 if TYPE_CHECKING:
     from .._ci_cli import CiOptions
@@ -47,7 +47,7 @@ __all__ = ["DatasetCi", "TraceView", "finish_ci", "trace_view"]
 class TraceView(msgspec.Struct, kw_only=True):
     """What the CI writers need of one trace's evaluation (built in the worker)."""
 
-    findings: list[Any] = msgspec.field(default_factory=list)
+    findings: list[FindingValues] = msgspec.field(default_factory=list)
     """Each finding kept, as :meth:`toolscore.calls.Finding.values` (lines in the file)."""
     input_error: str | None = None
     """What stopped reading the trace early (redacted, with file and line)."""

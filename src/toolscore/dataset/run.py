@@ -25,6 +25,7 @@ from .engine import PartLost, run_parts
 from .gold import GoldSpec, build_gold, gold_ids
 from .inputs import Part, list_inputs, plan_parts
 from .records import PassCriterion, TraceRecord, record_line
+from .regroup import Regroup
 from .worker import Config, PartResult
 
 __all__ = ["DatasetResult", "aevaluate_dataset", "evaluate_dataset"]
@@ -448,6 +449,7 @@ class _Seen:
     def add(self, records: list[TraceRecord]) -> list[TraceRecord]:
         """Records whose id was seen before (in this batch or an earlier one)."""
         ids = [(r.trace_id,) for r in records if r.trace_id]
+        self.conn.commit()  # a rollback below must undo this batch only
         before = self.conn.total_changes
         self.conn.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ids)
         if self.conn.total_changes - before == len(ids):
@@ -560,6 +562,24 @@ def _drive(
             writer.write(records)
         done_records += len(records)
 
+    regroup = Regroup(parts, cfg, work)
+
+    def mark_duplicates(records: list[TraceRecord]) -> None:
+        # pieces of one trace in one file were regrouped: a second sighting is another file
+        for r in seen.add(records):
+            r.status = "error"
+            r.error = (
+                f"{r.source}:{r.line}: trace {r.trace_id!r} was already read earlier: "
+                "two files hold the same id"
+                if r.line is not None
+                else f"{r.source}: trace {r.trace_id!r} was already read earlier: "
+                "two files hold the same id"
+            )
+            r.score = None
+            r.passed = None
+            r.grade = None
+            r.ci = None
+
     effective = "dask" if (client is not None or scheduler is not None) else engine
     count = workers or os.cpu_count() or 1
     try:
@@ -584,28 +604,24 @@ def _drive(
                     error=f"{part.describe()}: not evaluated: {outcome.reason}",
                     order=(part.index, 0),
                 )
-                take([lost])
+                for batch in regroup.feed(part, [lost]):
+                    take(batch)
                 done_bytes += part.size
                 continue
             part = parts[outcome.index]
             _shift(outcome, base, part)
             for item, lines in zip(part.inputs, outcome.lines, strict=True):
                 base[item.url] = base.get(item.url, 0) + lines
-            duplicates = seen.add(outcome.records)
-            for r in duplicates:
-                r.status = "error"
-                r.error = (
-                    f"{r.source}:{r.line}: trace {r.trace_id!r} was already read earlier: "
-                    "its lines are not contiguous (use --interleaved) or two files hold the same id"
-                )
-                r.score = None
-                r.passed = None
-                r.grade = None
-                r.ci = None
-            take(outcome.records)
+            for batch in regroup.feed(part, outcome.records):
+                mark_duplicates(batch)
+                take(batch)
             done_bytes += outcome.bytes_read
             if on_progress is not None:
-                on_progress(done_records, spec.count or None, done_bytes, total_bytes)
+                held = done_records + regroup.held
+                on_progress(held, spec.count or None, done_bytes, total_bytes)
+        for batch in regroup.close():
+            mark_duplicates(batch)
+            take(batch)
         no_trace: list[TraceRecord] = []
         for gold_id in seen.missing(spec):
             if len(missing_trace) < MAX_LISTED:

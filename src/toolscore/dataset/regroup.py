@@ -1,0 +1,257 @@
+"""Lines of one trace that are not contiguous in their file, scored as one trace.
+
+A multi-trace JSON Lines file is read trace by trace when its first MiB shows no trace id
+coming back after another one (:func:`~.inputs.interleaved`), and a large one is cut into
+byte ranges read by different workers. A trace whose lines come back later (past that MiB,
+or in another byte range) is then read as two or more *pieces*, each its own record. The
+driver hands each part's records to :class:`Regroup` before anything is written:
+
+* a part of whole files: pieces of one trace of one file are all in the part's records; when
+  there are any, the trace is read again whole (:func:`gather`) and its record replaces the
+  pieces', at the first piece's place;
+* the byte ranges of one cut file: their records are held in a spool file on disk (memory
+  stays flat) and the file's ids in SQLite, where a piece of a trace seen in an earlier range
+  is found; when the file's last range is done the pieces are gathered the same way and the
+  held records released in order, the gathered trace in its first piece's place.
+
+:func:`gather` re-reads the file and keeps only the lines of the traces asked for, grouped in
+bounded memory (:class:`~.inputs.Grouper` spills to disk past its budget), so the cost is one
+more pass over the file only when a file does have scattered traces. Two *files* holding one
+trace id stay an error (the driver's duplicate check), as before.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from .inputs import Part
+from .records import TraceRecord
+from .worker import Config
+
+__all__ = ["Regroup", "gather"]
+
+BATCH = 10_000
+"""Held records released to the driver at a time."""
+
+
+def _is_piece(record: TraceRecord) -> bool:
+    """A record read from a multi-trace file (one of possibly several pieces)."""
+    return bool(record.trace_id) and record.line is not None and record.source is not None
+
+
+class Regroup:
+    """See the module docstring. ``feed`` each part's records (shifted to file lines) in part
+    order, take the batches it yields; :meth:`close` at the end."""
+
+    def __init__(self, parts: list[Part], cfg: Config, work: str) -> None:
+        self.cfg = cfg
+        self.work = work
+        self._last: dict[str, int] = {}
+        for part in parts:
+            if part.end is not None:
+                self._last[part.inputs[0].url] = part.index
+        self._db: sqlite3.Connection | None = None
+        self._spool: Any = None
+        self._spool_url: str | None = None
+        self._scattered: set[str] = set()
+        self._key: str | None = None
+        self._encode = msgspec.json.Encoder().encode
+        self._decode = msgspec.json.Decoder(TraceRecord).decode
+        self.regrouped = 0
+        """Traces read as pieces and scored whole."""
+        self.held = 0
+        """Records held now (for the progress)."""
+
+    # -- parts of whole files --------------------------------------------------------------
+
+    def feed(self, part: Part, records: list[TraceRecord]) -> Iterator[list[TraceRecord]]:
+        """The records ready to be taken, in batches (none while a cut file is held)."""
+        if part.end is None or part.inputs[0].url not in self._last:
+            yield self._whole(records)
+            return
+        url = part.inputs[0].url
+        self._hold(url, records, part.key)
+        if part.index == self._last[url]:
+            yield from self._release()
+
+    def _whole(self, records: list[TraceRecord]) -> list[TraceRecord]:
+        seen: dict[tuple[str, str], int] = {}
+        pieces: dict[str, set[str]] = {}
+        for record in records:
+            if not _is_piece(record):
+                continue
+            assert record.source is not None
+            key = (record.source, record.trace_id)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] == 2:
+                pieces.setdefault(record.source, set()).add(record.trace_id)
+        if not pieces:
+            return records
+        whole: dict[tuple[str, str], TraceRecord] = {}
+        for url, ids in pieces.items():
+            for trace_id, record in gather(url, ids, self.cfg, None).items():
+                whole[(url, trace_id)] = record
+        out: list[TraceRecord] = []
+        done: set[tuple[str, str]] = set()
+        for record in records:
+            key = (record.source or "", record.trace_id)
+            if _is_piece(record) and key in whole:
+                if key not in done:
+                    done.add(key)
+                    out.append(_in_place_of(whole[key], record))
+                    self.regrouped += 1
+                continue
+            out.append(record)
+        return out
+
+    # -- the byte ranges of a cut file ---------------------------------------------------------
+
+    def _hold(self, url: str, records: list[TraceRecord], key: str | None) -> None:
+        if self._spool_url != url:
+            self._start(url, key)
+        assert self._db is not None and self._spool is not None
+        counts: dict[str, int] = {}
+        for r in records:
+            if _is_piece(r):
+                counts[r.trace_id] = counts.get(r.trace_id, 0) + 1
+        self._scattered.update(t for t, n in counts.items() if n > 1)
+        distinct = list(counts)
+        for i in range(0, len(distinct), 500):  # ids read by an earlier range
+            chunk = distinct[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(f"SELECT id FROM ids WHERE id IN ({marks})", chunk)
+            self._scattered.update(trace_id for (trace_id,) in rows)
+        self._db.executemany("INSERT OR IGNORE INTO ids VALUES (?)", [(t,) for t in distinct])
+        self._spool.write(b"".join(self._encode(r) + b"\n" for r in records))
+        self.held += len(records)
+
+    def _start(self, url: str, key: str | None) -> None:
+        self._close_file()
+        self._db = sqlite3.connect(os.path.join(self.work, "regroup.sqlite"))
+        self._db.execute("PRAGMA journal_mode=OFF")
+        self._db.execute("PRAGMA synchronous=OFF")
+        self._db.execute("DROP TABLE IF EXISTS ids")
+        self._db.execute("CREATE TABLE ids (id TEXT PRIMARY KEY) WITHOUT ROWID")
+        self._spool = open(os.path.join(self.work, "regroup.held"), "w+b")
+        self._spool_url = url
+        self._scattered = set()
+        self._key = key
+
+    def _release(self) -> Iterator[list[TraceRecord]]:
+        url, spool = self._spool_url, self._spool
+        assert url is not None and spool is not None
+        whole = gather(url, self._scattered, self.cfg, self._key) if self._scattered else {}
+        done: set[str] = set()
+        batch: list[TraceRecord] = []
+        spool.seek(0)
+        for line in spool:
+            record = self._decode(line)
+            if _is_piece(record) and record.trace_id in whole:
+                if record.trace_id in done:
+                    continue
+                done.add(record.trace_id)
+                record = _in_place_of(whole[record.trace_id], record)
+                self.regrouped += 1
+            batch.append(record)
+            if len(batch) >= BATCH:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+        self.held = 0
+        self._close_file()
+
+    def _close_file(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            os.unlink(self._spool.name)
+            self._spool = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._spool_url = None
+
+    def close(self) -> Iterator[list[TraceRecord]]:
+        """Release what is still held (a cut file whose last range never came back)."""
+        if self._spool is not None:
+            yield from self._release()
+
+
+def _in_place_of(whole: TraceRecord, first: TraceRecord) -> TraceRecord:
+    """The gathered trace's record where its first piece was."""
+    whole.task = first.task
+    whole.order = first.order
+    return whole
+
+
+def gather(url: str, ids: set[str], cfg: Config, key: str | None) -> dict[str, TraceRecord]:
+    """Read ``url`` again and evaluate the traces ``ids`` whole: each one's lines wherever they
+    are in the file, as the file's reader attaches them (a line without a readable id goes
+    with the trace before it). Line numbers are the file's."""
+    from ..errors import ToolscoreError
+    from ..limits import value_limit
+    from ..redact import pii_redaction
+    from .gold import gold_lookup
+    from .inputs import Grouper, IdReader, detect_key, first_line, iter_lines, open_input
+    from .worker import evaluate_one
+
+    out: dict[str, TraceRecord] = {}
+    with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes):
+        with open_input(url, cfg.storage_options) as f:
+            if key is None:
+                head = f.read(1 << 20)
+                f.seek(0)
+                key = detect_key(first_line(head), cfg.trace_key)
+                if key is None:
+                    return out
+            reader = IdReader(key, cfg.task_key)
+            grouper = Grouper(directory=cfg.spill_dir)
+            lineno = 0
+            current: str | None = None
+            for offset, line in iter_lines(f):
+                lineno += 1
+                if not line.strip():
+                    continue
+                got = reader.read(line)
+                if got is None:
+                    if current is not None:
+                        grouper.add(current, None, line, lineno, offset)
+                    continue
+                if got[0] is None:
+                    continue
+                current = got[0] if got[0] in ids else None
+                if current is not None:
+                    grouper.add(current, got[1], line, lineno, offset)
+        gold = gold_lookup(cfg.gold)
+        for trace in grouper.traces():
+            trace_id = trace.trace_id or ""
+            try:
+                calls = gold.get(trace_id, None)
+            except (ToolscoreError, OSError, ValueError) as exc:
+                out[trace_id] = TraceRecord(
+                    trace_id=trace_id,
+                    task=trace_id,
+                    status="error",
+                    source=url,
+                    line=trace.linenos[0] if trace.linenos else None,
+                    error=f"gold of {trace_id}: {exc}",
+                )
+                continue
+            out[trace_id] = evaluate_one(
+                cfg,
+                trace_id,
+                trace.task or trace_id,
+                io.BytesIO(b"".join(trace.lines)),
+                calls,
+                source=url,
+                linenos=trace.linenos,
+                line=trace.linenos[0] if trace.linenos else None,
+                offset=trace.offset,
+            )
+    return out
