@@ -93,6 +93,10 @@ def test_junit_and_sarif_for_a_dataset_validate(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr  # the broken line
     assert "> JUnit XML:" in proc.stdout and "> SARIF:" in proc.stdout
+    # the verdict first, as a single trace's grade panel
+    first, second = [line for line in proc.stdout.splitlines() if line.strip("╭─╮ ")][:2]
+    assert "Mean grade B   WARN (88.8%)   pass rate 50.0% (2 of 4)" in first
+    assert "1 trace(s) with violations, 1 unreadable" in second
     for path in (junit, sarif):
         assert_no_secrets(path.read_text(encoding="utf-8"))
     assert_no_secrets(proc.stdout + proc.stderr)

@@ -172,13 +172,45 @@ def _error_lines(result: DatasetResult) -> list[str]:
     return lines
 
 
+def first_signal(result: DatasetResult) -> Any:
+    """The verdict first, as a single trace's grade panel: the mean score's grade and word
+    (PASS from 0.9, WARN from 0.7, else FAIL), the pass rate, and what needs a look (traces
+    with violations, traces that could not be read)."""
+    from rich.panel import Panel
+    from rich.text import Text
+
+    from ..reports.console import score_style
+    from ..verdict import letter_grade, verdict_word
+
+    agg = result.aggregate
+    mean = result.mean
+    if mean is None:
+        text = Text(f"No trace scored ({agg.traces:,} read)", style="bold yellow")
+    else:
+        text = Text(
+            f"Mean grade {letter_grade(mean)}   {verdict_word(mean)} ({mean:.1%})",
+            style=f"bold {score_style(mean)}",
+        )
+    rate = result.pass_rate
+    if rate is not None:
+        text.append(f"   pass rate {rate:.1%} ({agg.passed:,} of {agg.judged:,})")
+    notes = []
+    if agg.traces_with_violations:
+        notes.append(f"{agg.traces_with_violations:,} trace(s) with violations")
+    if result.input_errors:
+        notes.append(f"{result.input_errors:,} unreadable")
+    if notes:
+        text.append("\n" + ", ".join(notes), style="bold red")
+    return Panel.fit(text)
+
+
 def summary_renderable(result: DatasetResult) -> Any:
     """A rich renderable of the aggregate (markup-safe)."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
-    parts: list[Any] = []
+    parts: list[Any] = [first_signal(result), Text()]
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
