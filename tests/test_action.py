@@ -235,3 +235,29 @@ def test_traces_glob_and_missing_gold(tmp_path: Path) -> None:
     fresh.mkdir()
     code, outputs, _ = run_action(fresh, cwd=tmp_path, traces="traces", gold_file="nope.json")
     assert code == 2 and outputs == {}  # a missing gold file: nothing evaluated
+
+
+def test_single_trace_job_summary_shows_the_baseline_verdict(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    shutil.copytree(EXAMPLE, work)
+    base = tmp_path / "base.json"
+    code, _, summary = run_action(tmp_path, cwd=work, save_baseline=str(base))
+    assert code == 0 and "## Baseline" not in summary
+    fresh = tmp_path / "same"
+    fresh.mkdir()
+    code, _, summary = run_action(fresh, cwd=work, baseline=str(base))
+    assert code == 0
+    assert "## Baseline" in summary
+    assert "**PASS no regression against the baseline (tolerance 0)**" in summary
+    # a planted regression: the trace no longer runs the tests (a required call)
+    trace = json.loads((work / "trace.json").read_text(encoding="utf-8"))
+    assert trace["calls"][0]["args"] == {"command": "make test"}
+    del trace["calls"][0]
+    (work / "trace.json").write_text(json.dumps(trace), encoding="utf-8")
+    worse = tmp_path / "worse"
+    worse.mkdir()
+    code, _, summary = run_action(worse, cwd=work, baseline=str(base))
+    assert code == 1
+    assert "**FAIL " in summary and "regression" in summary
+    assert "- REGRESSION trace.json: " in summary
+    assert_no_secrets(summary)

@@ -227,9 +227,11 @@ def test_dataset_baseline_round_trip(tmp_path: Path) -> None:
     worse = run_cli(
         "eval", str(gold), str(traces), "-o", str(tmp_path / "r.json"),
         "--baseline", str(baseline), "--save-baseline", str(baseline), "--forbidden", FORBIDDEN,
-        "--junit", str(tmp_path / "j.xml"),
+        "--junit", str(tmp_path / "j.xml"), "--markdown", str(tmp_path / "r.md"),
     )  # fmt: skip
     assert worse.returncode == 1, worse.stdout + worse.stderr
+    report = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "## Baseline" in report and f"- REGRESSION {ids[0]}: score" in report
     out = worse.stdout
     assert "FAIL" in out and "regressions against the baseline" in out
     assert f"REGRESSION {ids[0]}: score" in out

@@ -19,7 +19,16 @@ if TYPE_CHECKING:
     from .baseline import Baseline, Comparison
     from .reports.junit import Gate
 
-__all__ = ["CiOptions", "CiState", "ci_paths", "finish", "gates_of", "prepare"]
+__all__ = [
+    "CiOptions",
+    "CiState",
+    "append_verdict",
+    "ci_paths",
+    "finish",
+    "gates_of",
+    "prepare",
+    "verdict_markdown",
+]
 
 
 @dataclass
@@ -141,8 +150,11 @@ def finish(
     threshold: float | str | None,
     fail_on_violations: bool,
     console: Any = None,
+    markdown: str | None = None,
 ) -> bool:
-    """Compare with the baseline, save the new one, write JUnit and SARIF.
+    """Compare with the baseline, save the new one, write JUnit and SARIF; with
+    ``markdown`` (the run's Markdown report, a regular file), the baseline's verdict is
+    appended to it (what the GitHub Action's job summary shows).
 
     Returns:
         True when the baseline comparison found a regression (the run then exits 1).
@@ -160,6 +172,8 @@ def finish(
         comparison = compare(state.baseline, {trace_id: summary}, options.baseline_tolerance)
         for line in comparison.lines():
             _say(console, shown(line), "red" if line.startswith("FAIL") else None)
+        if markdown:
+            append_verdict(markdown, comparison)
     if options.save_baseline:
         write_baseline(options.save_baseline, {trace_id: summary})
         _say(console, f"> Baseline: {shown(options.save_baseline)}", None)
@@ -182,6 +196,34 @@ def finish(
         write_sarif(options.sarif, entries)
         _say(console, f"> SARIF: {shown(options.sarif)}", None)
     return comparison is not None and not comparison.passed
+
+
+def verdict_markdown(comparison: Comparison, limit: int = 20) -> str:
+    """The baseline's verdict as a Markdown section: the verdict in bold, then the first
+    ``limit`` regressions (redacted, sanitized, Markdown-escaped)."""
+    from .sanitize import shown
+
+    def md(text: str) -> str:
+        return shown(text).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
+
+    head, *rest = comparison.lines()
+    regressions = [line.strip() for line in rest if "REGRESSION" in line]
+    lines = ["## Baseline", "", f"**{md(head)}**", ""]
+    lines += [f"- {md(line)}" for line in regressions[:limit]]
+    if len(regressions) > limit:
+        lines.append(f"- ... and {len(regressions) - limit} more (see the log)")
+    return "\n".join(lines) + "\n"
+
+
+def append_verdict(path: str, comparison: Comparison) -> None:
+    """Append :func:`verdict_markdown` to the Markdown report at ``path`` when it is a
+    regular file (a device or FIFO has had its report already)."""
+    import os
+
+    if not os.path.isfile(path):
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n" + verdict_markdown(comparison))
 
 
 def _say(console: Any, line: str, style: str | None) -> None:

@@ -320,6 +320,7 @@ def run_eval(opts: EvalOptions) -> int:
                 threshold=threshold,
                 fail_on_violations=opts.fail_on_violations,
                 console=console,
+                markdown=opts.markdown,
             )
         except OSError as exc:
             error_line(f"cannot write a report: {os_error_text(exc)}")

@@ -396,8 +396,11 @@ class DatasetCi:
         shutil.rmtree(self._work, ignore_errors=True)
 
 
-def finish_ci(ci: DatasetCi, gates: Sequence[Gate], console: Any) -> bool:
-    """Compare with ``--baseline`` (its verdict printed and made a gate), save
+def finish_ci(
+    ci: DatasetCi, gates: Sequence[Gate], console: Any, markdown: str | None = None
+) -> bool:
+    """Compare with ``--baseline`` (its verdict printed, made a gate, and appended to the
+    Markdown report ``markdown``), save
     ``--save-baseline``, write the JUnit (with ``gates``) and SARIF files, and name them.
 
     Returns:
@@ -418,6 +421,10 @@ def finish_ci(ci: DatasetCi, gates: Sequence[Gate], console: Any) -> bool:
         lines = comparison.lines()
         for line in lines:
             console.print(Text(shown(line), style="red" if line.startswith("FAIL") else ""))
+        if markdown:
+            from .._ci_cli import append_verdict
+
+            append_verdict(markdown, comparison)
         all_gates.append(
             Gate("baseline", comparison.passed, "" if comparison.passed else lines[0],
                  "\n".join(lines))

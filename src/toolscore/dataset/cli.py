@@ -302,7 +302,7 @@ def _run(
         from .ci import finish_ci
 
         try:
-            below = finish_ci(ci, gates, console) or below
+            below = finish_ci(ci, gates, console, opts.markdown) or below
         except OSError as exc:
             error_line(f"cannot write a report: {exc}")
             result.close()
