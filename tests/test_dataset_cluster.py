@@ -170,3 +170,25 @@ def test_dask_workers_get_pii_and_the_value_limit(tmp_path: Path, client: Any) -
     too_large, emails = expected_counts(count)
     assert kinds["input/too_large"] == too_large
     assert kinds["pii/email"] == emails
+
+
+def test_dask_records_carry_the_ci_views(dataset: tuple[Path, Path], client: Any) -> None:
+    # the views JUnit, SARIF and baselines are written from cross the cluster intact, with
+    # the findings' lines shifted to the file's as on the pool
+    gold, traces = dataset
+
+    def views(**options: Any) -> list[tuple[str, Any]]:
+        out: list[tuple[str, Any]] = []
+        evaluate_dataset(
+            str(gold),
+            str(traces),
+            details=True,
+            part_bytes=40_000,
+            on_record=lambda r: out.append((r.trace_id, msgspec.structs.asdict(r.ci))),
+            **options,
+        ).close()
+        return out
+
+    on_dask = views(client=client)
+    assert len(on_dask) == 160 and any(view["findings"] for _, view in on_dask)
+    assert on_dask == views(engine="inline")
