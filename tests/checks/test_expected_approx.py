@@ -255,3 +255,54 @@ def test_cli_reports_flag_the_approximate_pairing(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "approximate" not in done.stdout
     assert "pairing" not in json.loads(out.read_text())["metrics"]["argument_metrics"]
+
+
+def test_signature_cap_is_flagged_and_bounds_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every item shared by two gold calls is common, and 2 signatures per gold call are kept:
+    # a trace of more distinct signatures keeps the first 12 and is flagged. Parts of a trace
+    # then still stay within the bounds and carry the flag (their result may differ).
+    from toolscore.checks.expected import approx
+
+    monkeypatch.setattr(approx, "COMMON_ITEM_GROUPS", 1)
+    monkeypatch.setattr(approx, "SIGNATURES_PER_GOLD_CALL", 2)
+    gold = calls([("s", {"a": i % 3, "b": i % 2, "c": i % 4}) for i in range(6)])
+    trace = calls([("s", {"a": j % 5, "b": (j // 5) % 3, "c": (j // 15) % 5}) for j in range(80)])
+
+    def make() -> Any:
+        return expected_check(gold, exact_pairing_max=1, approx_candidates=3)
+
+    check = feed(make(), trace)
+    log = check.state().approx["s"]
+    assert log.capped
+    assert len(log.buckets) == 12
+    assert max(len(b) for _, b in log.buckets) == 3
+    tools = check.metrics()["argument_metrics"]["pairing"]["tools"]
+    assert tools == [{"tool": "s", "gold_calls": 6, "trace_calls": 80, "signatures_capped": True}]
+    # Below the cap (the first 12 calls hold 12 signatures): parts merge to the whole.
+    assert_parts_merge(make, trace[:12], [3, 7], batch=2)
+    assert not feed(make(), trace[:12]).state().approx["s"].capped
+    # Above it, a merge of parts keeps the bounds and the flag.
+    first = feed(make(), trace[:40])
+    later = make()
+    later.begin_part()
+    feed(later, calls([(c.tool, c.args) for c in trace[40:]]))
+    merged = first.state().merge(later.state())
+    assert merged.approx["s"].capped
+    assert len(merged.approx["s"].buckets) == 12
+    assert len(merged.pairing()) == 6
+
+
+@pytest.mark.parametrize("shape", ["search", "combinations"])
+def test_large_gold_benchmark_runs_small(shape: str) -> None:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "large_gold.py"
+    env = {**os.environ, limits.EXACT_PAIRING_ENV: "10"}
+    done = subprocess.run(
+        [sys.executable, str(script), "--cases", "40x400", "--shape", shape],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"{shape}:     40 gold x     400 trace calls:" in done.stdout
+    assert "pairing approximate, exit 0" in done.stdout

@@ -16,11 +16,15 @@ best trace calls and weighs every trace call of the tool against every gold call
   call, as the exact pairing does.
 - **Bounded candidates.** Each gold call keeps its
   :data:`~toolscore.limits.APPROX_PAIRING_CANDIDATES` best trace calls among those matching
-  one of its rare items; per signature the first that many trace calls are kept, and the
-  tool's first ``k`` trace calls (position, argument count, signature). The best candidates
-  of a gold call among all trace calls are exactly the best of these two lists together.
-  Everything is kept as ranked lists cut at a fixed length, so parts of a trace merged in
-  order give exactly the state of the whole (:class:`ApproxLog`).
+  one of its rare items; per signature (the first :data:`SIGNATURES_PER_GOLD_CALL` ``* k``
+  signatures of the trace) the first that many trace calls are kept, and the tool's first
+  ``k`` trace calls (position, argument count, signature). The best candidates of a gold call
+  among all trace calls are exactly the best of these two lists together (its signature
+  class's, :func:`_shared`, computed once per set of common items). Everything is kept as
+  ranked lists cut at a fixed length, so parts of a trace merged in order give exactly the
+  state of the whole (:class:`ApproxLog`), unless the trace has more signatures than are
+  kept: then the log says so (``capped``, reported as ``signatures_capped``) and a part
+  cannot know which of its signatures an earlier part already kept.
 - **Greedy assignment** (:func:`pair_approx`): the candidate pairs by weight, most first (then
   gold order, then the earliest trace call), each taken when both sides are free; a gold call
   left over then takes the best free trace call among the tool's first ``k`` (or one of its
@@ -36,6 +40,8 @@ the exact pairing's. README "Limits" quotes measured differences.
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 from collections import deque
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -47,6 +53,7 @@ from .pairing import MISSING, Candidate, GoldGroup, arg_count
 
 __all__ = [
     "COMMON_ITEM_GROUPS",
+    "SIGNATURES_PER_GOLD_CALL",
     "ApproxIndex",
     "ApproxLog",
     "ApproxRecorder",
@@ -58,6 +65,12 @@ __all__ = [
 
 COMMON_ITEM_GROUPS = 16
 """A gold item shared by more gold groups than this is common (part of the signatures)."""
+
+SIGNATURES_PER_GOLD_CALL = 16
+"""Signatures kept per gold call of the tool: the first ``16 * n`` of the trace each keep up to
+the candidate cap of their trace calls (what bounds the signature classes' memory). A trace
+with more distinct signatures than that is flagged (``signatures_capped``): its later
+signatures are left out, and its result may then depend on where a parallel read cut it."""
 
 Signature = tuple[int, ...]
 """The common items a trace call matches (their ids, ascending)."""
@@ -215,19 +228,29 @@ class ApproxLog:
     """The tool's first ``n`` trace calls (``n``: its gold calls): position, arg count,
     signature."""
     buckets: tuple[tuple[Signature, tuple[tuple[int, int], ...]], ...] = ()
-    """Per signature (in order of first appearance), its first trace calls: position, arg
-    count; at most the candidate cap."""
+    """Per signature (the first ``n *`` :data:`SIGNATURES_PER_GOLD_CALL` signatures, in order
+    of first appearance), its first trace calls (position, arg count); at most the candidate
+    cap."""
+    capped: bool = False
+    """More distinct signatures than that were seen (the trace has more)."""
 
     def merge(self, later: ApproxLog, offset: int, n: int, cap: int) -> ApproxLog:
         firsts = self.firsts
         if len(firsts) < n and later.firsts:
             firsts += tuple((q + offset, c, s) for q, c, s in later.firsts[: n - len(firsts)])
         buckets = dict(self.buckets)
+        most = n * SIGNATURES_PER_GOLD_CALL
+        capped = self.capped or later.capped
         for sig, calls in later.buckets:
-            mine = buckets.get(sig, ())
+            mine = buckets.get(sig)
+            if mine is None:
+                if len(buckets) >= most:
+                    capped = True
+                    continue
+                mine = ()
             if len(mine) < cap:
                 buckets[sig] = mine + tuple((q + offset, c) for q, c in calls[: cap - len(mine)])
-        return ApproxLog(firsts, tuple(buckets.items()))
+        return ApproxLog(firsts, tuple(buckets.items()), capped)
 
 
 class ApproxRecorder:
@@ -238,6 +261,7 @@ class ApproxRecorder:
         self.cap = cap
         self.firsts: list[tuple[int, int, Signature]] = []
         self.buckets: dict[Signature, list[tuple[int, int]]] = {}
+        self.capped = False
 
     def offer(
         self,
@@ -251,6 +275,7 @@ class ApproxRecorder:
         index, cap = self.index, self.cap
         firsts, buckets = self.firsts, self.buckets
         n = index.n
+        most = n * SIGNATURES_PER_GOLD_CALL
         ids = index.group_ids
         for a, j in zip(targs, where, strict=True):
             q = pos + j
@@ -260,7 +285,10 @@ class ApproxRecorder:
                 firsts.append((q, c, sig))
             bucket = buckets.get(sig)
             if bucket is None:
-                buckets[sig] = [(q, c)]
+                if len(buckets) < most:
+                    buckets[sig] = [(q, c)]
+                else:
+                    self.capped = True
             elif len(bucket) < cap:
                 bucket.append((q, c))
             for local, h in hits.items():
@@ -273,7 +301,44 @@ class ApproxRecorder:
                     mine.pop()
 
     def log(self) -> ApproxLog:
-        return ApproxLog(tuple(self.firsts), tuple((s, tuple(b)) for s, b in self.buckets.items()))
+        return ApproxLog(
+            tuple(self.firsts),
+            tuple((s, tuple(b)) for s, b in self.buckets.items()),
+            self.capped,
+        )
+
+
+def _shared(
+    profile: frozenset[int],
+    by_item: dict[int, list[int]],
+    log: ApproxLog,
+    n: int,
+    want: int,
+) -> list[Candidate]:
+    """A profile's best ``want`` trace calls by its common items alone, ranked: the
+    signatures that share an item with it, level by level (earliest calls first through a
+    merge), then the calls that match none of its items, earliest first."""
+    weights: dict[int, int] = {}
+    for item in profile:
+        for b in by_item.get(item, ()):
+            weights[b] = weights.get(b, 0) + 1
+    levels: dict[int, list[int]] = {}
+    for b, w in weights.items():
+        levels.setdefault(w, []).append(b)
+    out: list[Candidate] = []
+    buckets = log.buckets
+    for w in sorted(levels, reverse=True):
+        merged = heapq.merge(*(buckets[b][1] for b in levels[w]))
+        out += [(w, q, c) for q, c in itertools.islice(merged, want - len(out))]
+        if len(out) >= want:
+            return out
+    # Weight 0: the earliest calls whose signature shares nothing with the profile.
+    hit = {buckets[b][0] for b in weights}
+    zero = [(0, q, c) for q, c, sig in log.firsts if sig not in hit]
+    if len(zero) < want - len(out) and len(log.firsts) >= n:  # calls past the first n
+        rest = heapq.merge(*(calls for sig, calls in buckets if sig not in hit))
+        zero = [(0, q, c) for q, c in itertools.islice(rest, want - len(out))]
+    return out + zero[: want - len(out)]
 
 
 def pair_approx(
@@ -298,21 +363,19 @@ def pair_approx(
         Gold position -> its candidate ``(weight, trace position, arg count)``.
     """
     # Per local group: its best candidates, from its own list and its signature classes.
+    n = index.n
+    by_item: dict[int, list[int]] = {}
+    """Per common item, the buckets whose signature has it."""
+    for b, (sig, _) in enumerate(log.buckets):
+        for item in sig:
+            by_item.setdefault(item, []).append(b)
     by_profile: dict[frozenset[int], list[Candidate]] = {}
     lists: list[list[Candidate]] = []
     for local, mine in enumerate(own):
         profile = index.profiles[local]
         shared = by_profile.get(profile)
         if shared is None:
-            shared = sorted(
-                (
-                    (sum(1 for i in sig if i in profile), q, c)
-                    for sig, calls in log.buckets
-                    for q, c in calls
-                ),
-                key=rank,
-            )[: 2 * cap]
-            by_profile[profile] = shared
+            shared = by_profile[profile] = _shared(profile, by_item, log, n, 2 * cap)
         taken = {q for _, q, _ in mine}
         merged = sorted([*mine, *(x for x in shared if x[1] not in taken)], key=rank)[:cap]
         lists.append(merged)
@@ -328,16 +391,23 @@ def pair_approx(
         if p not in out and q not in used:
             out[p] = (-nw, q, c)
             used.add(q)
-    n = index.n
     target = min(n, m)
     if len(out) >= target:
         return out
     # The gold calls left over take the best free trace call among the tool's first ones
-    # (there are enough: at most n - left of the first n are used) or their own candidates.
+    # (there are enough: at most n - left of the first n are used) or their own candidates:
+    # the earliest free call of each signature sharing a common item with the gold call,
+    # and the earliest free call of all (the best of those that share none).
     free: dict[Signature, deque[tuple[int, int]]] = {}
+    earliest: deque[tuple[int, int, Signature]] = deque()
     for q, c, sig in log.firsts:
         if q not in used:
             free.setdefault(sig, deque()).append((q, c))
+            earliest.append((q, c, sig))
+    free_by_item: dict[int, list[deque[tuple[int, int]]]] = {}
+    for sig, calls in free.items():
+        for item in sig:
+            free_by_item.setdefault(item, []).append(calls)
     local_of = {p: local for local, group in enumerate(groups) for p in group.members}
     left = sorted(p for p in local_of if p not in out)
     if m < n:
@@ -350,12 +420,27 @@ def pair_approx(
         for w, q, c in own[local]:
             if q not in used and (best is None or (w, -q) > (best[0], -best[1])):
                 best = (w, q, c)
-        for sig, calls in free.items():
+        while earliest and earliest[0][0] in used:
+            earliest.popleft()
+        if earliest:
+            q, c, sig = earliest[0]
+            w = index.common_weight(local, sig)
+            if best is None or (w, -q) > (best[0], -best[1]):
+                best = (w, q, c)
+        profile = index.profiles[local]
+        weights: dict[int, int] = {}
+        fronts: dict[int, deque[tuple[int, int]]] = {}
+        for item in profile:
+            for calls in free_by_item.get(item, ()):
+                key = id(calls)
+                weights[key] = weights.get(key, 0) + 1
+                fronts[key] = calls
+        for key, calls in fronts.items():
             while calls and calls[0][0] in used:
                 calls.popleft()
             if calls:
                 q, c = calls[0]
-                w = index.common_weight(local, sig)
+                w = weights[key]
                 if best is None or (w, -q) > (best[0], -best[1]):
                     best = (w, q, c)
         if best is None:  # pragma: no cover - the first n trace calls always suffice

@@ -227,7 +227,15 @@ def _arguments(s: ExpectedState) -> dict[str, Any]:
             "method": "approximate",
             "exact_up_to": plan.exact_pairing_max,
             "candidates_per_gold_call": plan.approx_candidates,
-            "tools": [{"tool": tool, "gold_calls": n, "trace_calls": m} for tool, n, m in wide],
+            "tools": [
+                {
+                    "tool": tool,
+                    "gold_calls": n,
+                    "trace_calls": m,
+                    **({"signatures_capped": True} if capped else {}),
+                }
+                for tool, n, m, capped in wide
+            ],
         }
     return out
 

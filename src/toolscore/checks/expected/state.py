@@ -333,13 +333,13 @@ class ExpectedState(State):
                     out[p] = cands[i]
         return out
 
-    def approximate_tools(self) -> list[tuple[str, int, int]]:
+    def approximate_tools(self) -> list[tuple[str, int, int, bool]]:
         """The tools whose pairing is approximate and has trace calls: ``(tool, gold calls,
-        trace calls)``, in gold order."""
+        trace calls, signatures capped)``, in gold order."""
         plan = self.plan
         assert plan is not None
         return [
-            (tool, plan.gold_counts[tool], self.counts[tool])
+            (tool, plan.gold_counts[tool], self.counts[tool], self.approx[tool].capped)
             for tool in plan.approx
             if self.counts.get(tool, 0)
         ]
