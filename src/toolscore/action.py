@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> tuple[ActionRun, int]:
     from .errors import ToolscoreError
     from .gold import load_gold
     from .reports import secret_count, violation_count
-    from .reports.junit import JunitWriter
+    from .reports.junit import JunitWriter, finish_ci_outputs
     from .reports.sarif import SarifWriter
     from .verdict import parse_fail_under
 
@@ -141,14 +141,8 @@ def run(args: argparse.Namespace) -> tuple[ActionRun, int]:
             fail_on_violations=args.fail_on_violations,
             comparison=outcome.comparison,
         )
-        if junit is not None:
-            for gate in outcome.gates:
-                junit.add_gate(gate)
-            junit.close()
-            junit = None
-        if sarif is not None:
-            sarif.close()
-            sarif = None
+        outputs, junit, sarif = (junit, sarif), None, None  # finished (or dropped) there
+        finish_ci_outputs(*outputs, outcome.gates)
     finally:
         if junit is not None:
             junit.abort()

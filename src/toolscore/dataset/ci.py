@@ -369,20 +369,9 @@ class DatasetCi:
         """
         junit, self._junit = self._junit, None
         sarif, self._sarif = self._sarif, None
-        try:
-            if junit is not None:
-                for gate in gates:
-                    junit.add_gate(gate)
-                junit.close()
-                junit = None
-            if sarif is not None:
-                sarif.close()
-                sarif = None
-        finally:
-            if junit is not None:
-                junit.abort()
-            if sarif is not None:
-                sarif.abort()
+        from ..reports.junit import finish_ci_outputs
+
+        finish_ci_outputs(junit, sarif, gates)
 
     def close(self) -> None:
         """Drop what is unfinished and the temporary files."""

@@ -44,7 +44,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 from xml.sax.saxutils import escape as _escape
 from xml.sax.saxutils import quoteattr
 
@@ -273,6 +273,32 @@ class JunitWriter:
             raise
         finally:
             self._spool.close()
+
+
+class _Output(Protocol):
+    def close(self) -> None: ...
+    def abort(self) -> None: ...
+
+
+def finish_ci_outputs(
+    junit: JunitWriter | None, sarif: _Output | None, gates: Sequence[Gate] = ()
+) -> None:
+    """Write the JUnit file (with a test case for each gate) and the SARIF file; when either
+    fails, the other's unfinished file is dropped, never left half-written."""
+    try:
+        if junit is not None:
+            for gate in gates:
+                junit.add_gate(gate)
+            junit.close()
+            junit = None
+        if sarif is not None:
+            sarif.close()
+            sarif = None
+    finally:
+        if junit is not None:
+            junit.abort()
+        if sarif is not None:
+            sarif.abort()
 
 
 def write_junit(
