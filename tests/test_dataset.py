@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
 import signal
-import sys
 from collections import defaultdict
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -18,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _cli import run_cli
+from _datasets import generate_dataset
 from toolscore import evaluate
 from toolscore.dataset import (
     Aggregate,
@@ -33,22 +31,11 @@ from toolscore.dataset.aggregate import ExactSum, ScoreSpill
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks_datasets", REPO / "benchmarks" / "datasets.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("gen")
     traces, gold = base / "traces.jsonl", base / "gold.jsonl"
-    _generator().generate(traces, gold, 120, seed=3)
+    generate_dataset(traces, gold, 120, seed=3)
     return gold, traces
 
 

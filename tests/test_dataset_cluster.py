@@ -3,10 +3,8 @@ processes over TCP on 127.0.0.1), both started and stopped here; results equal t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,20 +12,14 @@ from typing import Any
 import msgspec
 import pytest
 
+from _datasets import generate_dataset
 from toolscore.dataset import DatasetResult, evaluate_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _generate(traces: Path, gold: Path, count: int) -> None:
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks_datasets", REPO / "benchmarks" / "datasets.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    module.generate(traces, gold, count, seed=11)
+    generate_dataset(traces, gold, count, seed=11)
 
 
 def _free_port() -> int:

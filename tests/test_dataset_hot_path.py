@@ -4,13 +4,10 @@ process boundaries unchanged."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pickle
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import msgspec
@@ -18,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _datasets import generate_dataset
 from toolscore import evaluate_trace
 from toolscore.dataset import Aggregate, TraceRecord, evaluate_dataset
 from toolscore.dataset.aggregate import EXAMPLES, WORST
@@ -26,22 +24,11 @@ from toolscore.dataset.worker import PartResult
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks_datasets_hot", REPO / "benchmarks" / "datasets.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("hot")
     traces, gold = base / "traces.jsonl", base / "gold.jsonl"
-    _generator().generate(traces, gold, 160, seed=11)
+    generate_dataset(traces, gold, 160, seed=11)
     return gold, traces
 
 
