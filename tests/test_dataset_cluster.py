@@ -15,8 +15,6 @@ import pytest
 from _datasets import generate_dataset
 from toolscore.dataset import DatasetResult, evaluate_dataset
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 def _generate(traces: Path, gold: Path, count: int) -> None:
     generate_dataset(traces, gold, count, seed=11)

@@ -21,8 +21,6 @@ from toolscore.dataset import Aggregate, TraceRecord, evaluate_dataset
 from toolscore.dataset.aggregate import EXAMPLES, WORST
 from toolscore.dataset.worker import PartResult
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
