@@ -194,12 +194,11 @@ def gather(url: str, ids: set[str], cfg: Config, key: str | None) -> dict[str, T
     """Read ``url`` again and evaluate the traces ``ids`` whole: each one's lines wherever they
     are in the file, as the file's reader attaches them (a line without a readable id goes
     with the trace before it). Line numbers are the file's."""
-    from ..errors import ToolscoreError
     from ..limits import value_limit
     from ..redact import pii_redaction
     from .gold import gold_lookup
     from .inputs import Grouper, IdReader, detect_key, first_line, iter_lines, open_input
-    from .worker import evaluate_one
+    from .worker import GOLD_ERRORS, evaluate_one, gold_error_record
 
     out: dict[str, TraceRecord] = {}
     with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes):
@@ -233,15 +232,9 @@ def gather(url: str, ids: set[str], cfg: Config, key: str | None) -> dict[str, T
             trace_id = trace.trace_id or ""
             try:
                 calls = gold.get(trace_id, None)
-            except (ToolscoreError, OSError, ValueError) as exc:
-                out[trace_id] = TraceRecord(
-                    trace_id=trace_id,
-                    task=trace_id,
-                    status="error",
-                    source=url,
-                    line=trace.linenos[0] if trace.linenos else None,
-                    error=f"gold of {trace_id}: {exc}",
-                )
+            except GOLD_ERRORS as exc:
+                first = trace.linenos[0] if trace.linenos else None
+                out[trace_id] = gold_error_record(trace_id, url, exc, line=first)
                 continue
             out[trace_id] = evaluate_one(
                 cfg,

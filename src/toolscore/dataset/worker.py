@@ -490,22 +490,32 @@ def _line_error(
     )
 
 
+GOLD_ERRORS = (ToolscoreError, OSError, ValueError)
+"""What looking up a trace's gold may raise: the trace then gets an error record."""
+
+
+def gold_error_record(
+    trace_id: str,
+    source: str,
+    exc: BaseException,
+    *,
+    line: int | None = None,
+    order: tuple[int, int] = (0, 0),
+) -> TraceRecord:
+    """The record of a trace whose gold could not be read."""
+    return TraceRecord(
+        trace_id=trace_id, task=trace_id, status="error", source=source, line=line,
+        error=f"gold of {trace_id}: {exc}", order=order,
+    )  # fmt: skip
+
+
 def _gold_or_error(
     gold: Any, trace_id: str, name: str | None, source: str, records: list[TraceRecord], order: Any
 ) -> list[ToolCall] | bool | None:
     try:
         calls: list[ToolCall] | None = gold.get(trace_id, name)
-    except (ToolscoreError, OSError, ValueError) as exc:
-        records.append(
-            TraceRecord(
-                trace_id=trace_id,
-                task=trace_id,
-                status="error",
-                source=source,
-                error=f"gold of {trace_id}: {exc}",
-                order=order(),
-            )
-        )
+    except GOLD_ERRORS as exc:
+        records.append(gold_error_record(trace_id, source, exc, order=order()))
         return False
     return calls
 
