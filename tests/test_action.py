@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 from junitparser import JUnitXml
 
-from _cli import EXAMPLE, REPO, cli_env
+from _cli import EXAMPLE, REPO, cli_env, run_cli
 from _secrets import assert_no_secrets, planted_text
 
 SCRIPT = REPO / ".github" / "action" / "run.sh"
@@ -52,6 +52,8 @@ def run_action(
         INPUT_FAIL_UNDER="",
         INPUT_TRACES="",
         INPUT_GOLD_DIR="",
+        INPUT_PASS_SCORE="",
+        INPUT_MIN_PASS_RATE="",
         INPUT_BASELINE="",
         INPUT_BASELINE_TOLERANCE="0",
         INPUT_SAVE_BASELINE="",
@@ -77,6 +79,17 @@ def run_action(
     text = summary.read_text(encoding="utf-8") if summary.exists() else ""
     assert_no_secrets(proc.stdout + proc.stderr)
     return proc.returncode, outputs, text
+
+
+def test_every_input_reaches_the_script() -> None:
+    """action.yml hands each input to run.sh as INPUT_<NAME>, and run.sh reads each."""
+    yaml = pytest.importorskip("yaml")
+    spec = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
+    names = {name.upper().replace("-", "_") for name in spec["inputs"]}
+    (step,) = [s for s in spec["runs"]["steps"] if s.get("id") == "toolscore"]
+    assert {k.removeprefix("INPUT_") for k in step["env"]} == names
+    script = SCRIPT.read_text(encoding="utf-8")
+    assert all(f"INPUT_{name}" in script for name in names)
 
 
 def test_outputs_and_redacted_summary(tmp_path: Path) -> None:
@@ -188,15 +201,22 @@ def test_traces_directory_with_per_trace_gold(tmp_path: Path) -> None:
     assert int(outputs["violations"]) >= 2
     assert outputs["grade"] in "ABCDF" and 0 < float(outputs["score"]) < 1
     assert "## Toolscore: 3 traces" in summary
-    assert "| policy/forbidden_call | 1 | b.jsonl |" in summary
-    assert "| errors/failed_call | 1 | team/c.jsonl |" in summary
-    assert "### Lowest scores" in summary
+    # the key figures: mean, grade, median, lowest, required calls completed, violations
+    assert (
+        f"| {float(outputs['score']):.3f} | {outputs['grade']} | 0.650 | 0.550 | 4 of 5 | "
+        f"{outputs['violations']} |"
+    ) in summary
+    assert outputs["required-call-recall"] == "0.8"
+    # the dataset's aggregate: trace ids are paths below the directory without extensions
+    assert "| policy/forbidden_call | 1 in 1 | b |" in summary
+    assert "| errors/failed_call | 1 in 1 | team/c |" in summary
+    assert "### Worst traces" in summary and "| Pass rate | 33.3% (1 of 3) |" in summary
     assert_no_secrets(summary + sarif.read_text(encoding="utf-8"))
     jsonschema.Draft4Validator(SCHEMA).validate(json.loads(sarif.read_text(encoding="utf-8")))
     xml = JUnitXml.fromfile(str(junit))
     cases = {c.name: c for s in xml for c in s}
-    assert set(cases) == {"a.jsonl", "b.jsonl", "team/c.jsonl"}
-    assert cases["a.jsonl"].is_passed and not cases["b.jsonl"].is_passed
+    assert set(cases) == {"a", "b", "team/c"}
+    assert cases["a"].is_passed and not cases["b"].is_passed
     assert set(json.loads(base.read_text(encoding="utf-8"))["traces"]) == set(cases)
 
     # unchanged: passes the baseline; a planted regression in one trace: fails it
@@ -207,10 +227,10 @@ def test_traces_directory_with_per_trace_gold(tmp_path: Path) -> None:
     code, outputs, summary = run_action(tmp_path, cwd=tmp_path, baseline=str(base), **inputs)
     assert code == 1
     assert int(outputs["regressions"]) >= 2
-    assert "a.jsonl: required calls completed 1 of 2 (baseline 2 of 2)" in summary
+    assert "a: required calls completed 1 of 2 (baseline 2 of 2)" in summary
     assert "- **baseline**: FAIL" in summary
     assert [c.name for s in JUnitXml.fromfile(str(junit)) for c in s if not c.is_passed] == [
-        "b.jsonl", "team/c.jsonl", "baseline"
+        "a", "b", "team/c", "baseline"
     ]  # fmt: skip
 
 
@@ -226,8 +246,8 @@ def test_traces_glob_and_missing_gold(tmp_path: Path) -> None:
     )
     assert code == 2  # team/c.jsonl has no gold: reported, the others evaluated
     assert outputs["traces"] == "2"
-    assert "### Input problems" in summary
-    assert "traces/team/c.jsonl: no gold file (looked for c.json)" in summary
+    assert "### Input" in summary
+    assert "- 1 traces without gold: team/c" in summary
     assert "- **fail-under 0.99**:" in summary
     code, _, _ = run_action(tmp_path, cwd=tmp_path, traces="traces", gold_file="")
     assert code == 2  # neither gold-file nor gold-dir
@@ -235,6 +255,152 @@ def test_traces_glob_and_missing_gold(tmp_path: Path) -> None:
     fresh.mkdir()
     code, outputs, _ = run_action(fresh, cwd=tmp_path, traces="traces", gold_file="nope.json")
     assert code == 2 and outputs == {}  # a missing gold file: nothing evaluated
+
+
+def _junit_cases(path: Path) -> dict[str, bool]:
+    """Test case name -> passed, read by the JUnit reader library."""
+    return {c.name: c.is_passed for s in JUnitXml.fromfile(str(path)) for c in s}
+
+
+def test_multi_trace_jsonl_with_trials_and_a_planted_regression(tmp_path: Path) -> None:
+    """One JSON Lines file of nine trials of three tasks (the bundled dataset example), gold
+    keyed by trace id: pass@k in the job summary, one JUnit case per trial, SARIF findings
+    on the file's lines, then a regression planted in one trial fails the baseline."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(REPO / "examples" / "dataset" / "traces.jsonl", runs / "traces.jsonl")
+    shutil.copy(REPO / "examples" / "dataset" / "gold.jsonl", tmp_path / "gold.jsonl")
+    sarif, junit, base = tmp_path / "o.sarif", tmp_path / "j.xml", tmp_path / "base.json"
+    inputs = {
+        "traces": "runs",
+        "gold_file": "gold.jsonl",
+        "sarif_file": str(sarif),
+        "junit_file": str(junit),
+    }
+    code, outputs, summary = run_action(tmp_path, cwd=tmp_path, save_baseline=str(base), **inputs)
+    assert code == 0, summary
+    assert outputs["traces"] == "9" and outputs["regressions"] == "0"
+    assert "## Toolscore: 9 traces" in summary
+    assert "| Tasks | 3 |" in summary
+    assert "| pass@2 / pass^2 | 100.0% / 55.6% (3 tasks) |" in summary
+    assert "| agent-v2/refund | 2/3 |" in summary
+    text = (runs / "traces.jsonl").read_text(encoding="utf-8")
+    ids = {json.loads(line)["trace_id"] for line in text.splitlines()}
+    cases = _junit_cases(junit)
+    assert set(cases) == ids and len(ids) == 9
+    assert not cases["agent-v2/refund/trial2"] and cases["agent-v2/refund/trial0"]
+    assert set(json.loads(base.read_text(encoding="utf-8"))["traces"]) == ids
+    log = json.loads(sarif.read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    located = [
+        loc["physicalLocation"]
+        for r in log["runs"][0]["results"]
+        for loc in r.get("locations", [])
+        if "physicalLocation" in loc
+    ]
+    assert located and all(
+        p["artifactLocation"]["uri"].endswith("runs/traces.jsonl") and p["region"]["startLine"] > 0
+        for p in located
+    )
+
+    # the planted regression: trial0 of the refund task no longer refunds
+    lines = (runs / "traces.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [
+        line
+        for line in lines
+        if not (
+            json.loads(line)["trace_id"] == "agent-v2/refund/trial0"
+            and json.loads(line)["tool"] == "refund"
+        )
+    ]
+    assert len(kept) == len(lines) - 1
+    (runs / "traces.jsonl").write_text("".join(kept), encoding="utf-8")
+    fresh = tmp_path / "again"
+    fresh.mkdir()
+    code, outputs, summary = run_action(fresh, cwd=tmp_path, baseline=str(base), **inputs)
+    assert code == 1
+    assert int(outputs["regressions"]) >= 1
+    assert "agent-v2/refund/trial0: required calls completed 1 of 2 (baseline 2 of 2)" in summary
+    assert "- **baseline**: FAIL" in summary
+    cases = _junit_cases(junit)
+    assert not cases["baseline"] and not cases["agent-v2/refund/trial0"]
+    jsonschema.Draft4Validator(SCHEMA).validate(json.loads(sarif.read_text(encoding="utf-8")))
+    assert_no_secrets(summary + sarif.read_text(encoding="utf-8") + junit.read_text("utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("pass_score", "code", "rate"), [("", 1, "77.8% (7 of 9)"), ("B", 0, "88.9% (8 of 9)")]
+)
+def test_pass_score_and_min_pass_rate(
+    tmp_path: Path, pass_score: str, code: int, rate: str
+) -> None:
+    """rebook/trial2 (grade B) passes from pass-score B; the pass rate gates the step."""
+    shutil.copy(REPO / "examples" / "dataset" / "traces.jsonl", tmp_path / "traces.jsonl")
+    junit = tmp_path / "j.xml"
+    got, outputs, summary = run_action(
+        tmp_path,
+        traces=str(tmp_path / "traces.jsonl"),
+        gold_file=str(REPO / "examples" / "dataset" / "gold.jsonl"),
+        pass_score=pass_score,
+        min_pass_rate="80%",
+        junit_file=str(junit),
+    )
+    assert got == code, summary
+    assert f"| Pass rate | {rate} |" in summary
+    assert outputs["traces"] == "9"
+    assert _junit_cases(junit)["min-pass-rate 80%"] is (code == 0)
+    assert _junit_cases(junit)["agent-v2/rebook/trial2"] is (pass_score == "B")
+
+
+def _file_path_keys(base: Path, prefix: str) -> None:
+    """Rewrite a baseline's keys as the Action wrote them before: file paths."""
+    data = json.loads(base.read_text(encoding="utf-8"))
+    data["traces"] = {f"{prefix}{k}.jsonl": v for k, v in data["traces"].items()}
+    base.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.mark.parametrize(("traces", "prefix"), [("traces", ""), ("traces/**/*.jsonl", "traces/")])
+def test_a_baseline_keyed_by_file_path_is_read_by_trace_id(
+    tmp_path: Path, traces: str, prefix: str
+) -> None:
+    """Baselines the Action saved before it ran on the dataset engine (keyed by the file's
+    path below the directory, or as the glob matched it) still gate, with a visible note."""
+    trace_dir, _ = _dataset(tmp_path)
+    base = tmp_path / "base.json"
+    inputs = {"traces": traces, "gold_dir": "gold", "gold_file": "fallback.json"}
+    code, _, _ = run_action(tmp_path, cwd=tmp_path, save_baseline=str(base), **inputs)
+    assert code == 0
+    _file_path_keys(base, prefix)
+    assert f"{prefix}team/c.jsonl" in json.loads(base.read_text(encoding="utf-8"))["traces"]
+    code, outputs, summary = run_action(tmp_path, cwd=tmp_path, baseline=str(base), **inputs)
+    assert code == 0 and outputs["regressions"] == "0", summary
+    assert "3 trace(s) keyed by file path" in summary
+    assert "**PASS no regression against the baseline" in summary
+    (trace_dir / "a.jsonl").write_text(json.dumps({"tool": "search", "args": {"q": "x"}}) + "\n")
+    code, outputs, summary = run_action(tmp_path, cwd=tmp_path, baseline=str(base), **inputs)
+    assert code == 1 and int(outputs["regressions"]) >= 1
+    assert "a: required calls completed 1 of 2 (baseline 2 of 2)" in summary
+
+
+def test_gold_dir_matches_by_base_name_only_in_the_action(tmp_path: Path) -> None:
+    """``gold-dir/<base name>.json`` is the gold of a trace in a subdirectory (and is not
+    "gold without a trace"); ``toolscore eval`` on the same directories keeps matching by
+    the path below the directory only."""
+    _, golds = _dataset(tmp_path)
+    good = json.loads((golds / "a.json").read_text(encoding="utf-8"))
+    (golds / "c.json").write_text(json.dumps(good), encoding="utf-8")
+    code, outputs, summary = run_action(
+        tmp_path, cwd=tmp_path, traces="traces", gold_dir="gold", gold_file=""
+    )
+    assert code == 0, summary
+    assert outputs["traces"] == "3"
+    assert "without gold" not in summary and "gold without a trace" not in summary
+    report = tmp_path / "report.json"
+    proc = run_cli("eval", "gold", "traces", "-o", str(report), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary_json = json.loads(report.read_text(encoding="utf-8"))
+    assert summary_json["missing_gold"] == ["team/c"]
+    assert summary_json["missing_trace"] == ["c"]
 
 
 def test_single_trace_job_summary_shows_the_baseline_verdict(tmp_path: Path) -> None:

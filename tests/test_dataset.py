@@ -568,3 +568,41 @@ def test_cli_refuses_an_output_that_is_an_input(
     proc = run_cli("eval", str(gold), str(traces), "--per-trace", str(traces))
     assert proc.returncode == 2 and "--per-trace" in proc.stderr
     assert traces.read_bytes() == before
+
+
+def test_gold_directory_with_base_names_and_a_default(tmp_path: Path) -> None:
+    """``gold_by_base_name`` and ``default_gold`` (the GitHub Action's gold): a nested trace
+    takes the gold named after its base name, a trace with none takes the default, and the
+    default is read before anything runs."""
+    from toolscore.errors import GoldFileError
+
+    calls = [{"tool": "search", "args": {"q": "x"}}, {"tool": "fetch", "args": {"u": 1}}]
+    gold, traces = tmp_path / "gold", tmp_path / "traces"
+    (traces / "team").mkdir(parents=True)
+    gold.mkdir()
+    (gold / "c.json").write_text(json.dumps(calls), encoding="utf-8")
+    (gold / "unused.json").write_text(json.dumps(calls), encoding="utf-8")
+    (tmp_path / "default.json").write_text(json.dumps(calls[:1]), encoding="utf-8")
+    for name in ("team/c.jsonl", "d.jsonl"):
+        (traces / name).write_text("".join(json.dumps(c) + "\n" for c in calls), "utf-8")
+
+    plain = evaluate_dataset(str(gold), str(traces), engine="inline")
+    assert {r.trace_id: r.status for r in plain} == {
+        "d": "no_gold", "team/c": "no_gold", "c": "no_trace", "unused": "no_trace"
+    }  # fmt: skip
+    matched = evaluate_dataset(
+        str(gold),
+        str(traces),
+        engine="inline",
+        gold_by_base_name=True,
+        default_gold=str(tmp_path / "default.json"),
+    )
+    records = {r.trace_id: r for r in matched}
+    assert {t: r.status for t, r in records.items()} == {
+        "d": "ok", "team/c": "ok", "unused": "no_trace"
+    }  # fmt: skip
+    assert records["team/c"].expected_calls == 2 and records["d"].expected_calls == 1
+    with pytest.raises(GoldFileError):
+        evaluate_dataset(
+            str(gold), str(traces), engine="inline", default_gold=str(tmp_path / "nope.json")
+        )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GitHub Action's step: run `toolscore eval` (one trace) or `python -m toolscore.action`
-# (a directory or glob of traces), publish the (redacted) report to the job summary, write the
-# step outputs, and exit with toolscore's status.
+# (a directory or glob of traces, evaluated as `toolscore eval` evaluates a dataset), publish
+# the (redacted) report to the job summary, write the step outputs, and exit with toolscore's
+# status.
 #
 # Inputs come as INPUT_* environment variables (see action.yml), never interpolated into
 # the script, so file names and weights cannot inject shell code.
@@ -43,6 +44,8 @@ if [[ -n "$traces" ]]; then
   args=(--traces "$traces" --format "${INPUT_FORMAT:-auto}")
   [[ -n "$gold" ]] && args+=(--gold-file "$gold")
   [[ -n "${INPUT_GOLD_DIR:-}" ]] && args+=(--gold-dir "$INPUT_GOLD_DIR")
+  [[ -n "${INPUT_PASS_SCORE:-}" ]] && args+=(--pass-score "$INPUT_PASS_SCORE")
+  [[ -n "${INPUT_MIN_PASS_RATE:-}" ]] && args+=(--min-pass-rate "$INPUT_MIN_PASS_RATE")
   [[ -n "${GITHUB_STEP_SUMMARY:-}" ]] && args+=(--summary "$GITHUB_STEP_SUMMARY")
   [[ -n "${GITHUB_OUTPUT:-}" ]] && args+=(--outputs "$GITHUB_OUTPUT")
   "$python" -m toolscore.action "${args[@]}" "${common[@]}" "${weights[@]}" \

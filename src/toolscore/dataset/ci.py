@@ -387,13 +387,14 @@ class DatasetCi:
 
 def finish_ci(
     ci: DatasetCi, gates: Sequence[Gate], console: Any, markdown: str | None = None
-) -> bool:
+) -> tuple[Comparison | None, list[Gate]]:
     """Compare with ``--baseline`` (its verdict printed, made a gate, and appended to the
     Markdown report ``markdown``), save
     ``--save-baseline``, write the JUnit (with ``gates``) and SARIF files, and name them.
 
     Returns:
-        True when the baseline comparison found a regression (the run then exits 1).
+        The comparison with the baseline (``None`` without one; a regression makes the run
+        exit 1) and the gates, the baseline's added.
 
     Raises:
         OSError: a file cannot be written.
@@ -428,4 +429,4 @@ def finish_ci(
         if path:
             console.print(Text(f"> {label}: {shown(path)}"))
     console.file.flush()
-    return comparison is not None and not comparison.passed
+    return comparison, all_gates

@@ -12,13 +12,21 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
-from typing import Annotated, Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+if TYPE_CHECKING:
+    from ..baseline import Comparison
+    from ..reports.junit import Gate
+    from .records import TraceRecord
+    from .run import DatasetResult
+
 __all__ = [
     "DatasetOptions",
+    "DatasetRun",
     "run_dataset",
     "wants_dataset",
 ]
@@ -39,6 +47,11 @@ class DatasetOptions:
     engine: str | None = None
     scheduler: str | None = None
     interleaved: bool = False
+    default_gold: str | None = None
+    """With a gold directory, the gold of traces it has none for (the GitHub Action's
+    ``gold-file`` beside ``gold-dir``; no command-line option)."""
+    gold_by_base_name: bool = False
+    """Match gold by a trace file's base name too (the Action's ``gold-dir``)."""
 
     def any_given(self) -> bool:
         return any(
@@ -123,6 +136,20 @@ InterleavedOption = Annotated[
 ]
 
 
+@dataclass
+class DatasetRun:
+    """A finished dataset run, as :func:`run_dataset`'s ``report`` receives it (before the
+    result's temporary files are removed)."""
+
+    result: DatasetResult
+    gates: list[Gate] = field(default_factory=list)
+    """Every gate asked for, passed or failed, the baseline's included."""
+    comparison: Comparison | None = None
+    """The run against ``--baseline``, when given."""
+    status: int = 0
+    """The exit status ``toolscore eval`` gives the run."""
+
+
 def wants_dataset(gold: str, trace: str, options: DatasetOptions) -> bool:
     """Whether ``toolscore eval GOLD TRACES`` reads a dataset (see the module's doc)."""
     from .gold import gold_is_dataset
@@ -146,10 +173,19 @@ def _rate(text: str) -> float:
     return rate
 
 
-def run_dataset(opts: Any, options: DatasetOptions) -> int:
+def run_dataset(
+    opts: Any,
+    options: DatasetOptions,
+    *,
+    on_record: Callable[[TraceRecord], None] | None = None,
+    report: Callable[[DatasetRun], int] | None = None,
+) -> int:
     """Run ``toolscore eval`` on a dataset; returns the exit status.
 
-    ``opts`` is the command's :class:`toolscore.cli.EvalOptions`.
+    ``opts`` is the command's :class:`toolscore.cli.EvalOptions`. A caller driving the
+    command (the GitHub Action, :mod:`toolscore.action`) may also take each record as it
+    arrives (``on_record``, with its CI view: ``record.ci``) and the finished run
+    (``report``, whose return value is then the exit status).
     """
     from .._cliutil import error_line, failure_status, parse_run_options
     from .._exitcodes import Outcome, exit_code
@@ -189,7 +225,7 @@ def run_dataset(opts: Any, options: DatasetOptions) -> int:
         except ToolscoreError as exc:
             return failure_status(exc)
     try:
-        return _run(opts, options, criterion, weights, threshold, min_rate, ci)
+        return _run(opts, options, criterion, weights, threshold, min_rate, ci, on_record, report)
     finally:
         if ci is not None:
             ci.close()
@@ -203,6 +239,8 @@ def _run(
     threshold: float | str | None,
     min_rate: float | None,
     ci: Any,
+    extra: Callable[[TraceRecord], None] | None = None,
+    report: Callable[[DatasetRun], int] | None = None,
 ) -> int:
     from .._cliutil import error_line, failure_status
     from .._exitcodes import Outcome, exit_code
@@ -214,6 +252,9 @@ def _run(
     from .run import evaluate_dataset
 
     progress, on_progress = _progress()
+    take = None if ci is None else ci.add
+    if extra is not None:
+        take = extra if take is None else _both(take, extra)
     try:
         with progress:
             result = evaluate_dataset(
@@ -231,10 +272,12 @@ def _run(
                 workers=opts.workers,
                 scheduler=options.scheduler,
                 interleaved=options.interleaved,
+                default_gold=options.default_gold,
+                gold_by_base_name=options.gold_by_base_name,
                 on_progress=on_progress,
                 on_problem=lambda text: error_line(text),
-                details=ci is not None,
-                on_record=None if ci is None else ci.add,
+                details=take is not None,
+                on_record=take,
             )
     except (ToolscoreError, ValueError, OSError) as exc:
         return failure_status(exc)
@@ -298,18 +341,41 @@ def _run(
         first = next((r.error for r in result.errors if r.error), "")
         error_line(f"{errors} trace(s) or part(s) could not be read whole (first: {first})")
     sys.stderr.flush()
+    comparison = None
     if ci is not None:
         from .ci import finish_ci
 
         try:
-            below = finish_ci(ci, gates, console, opts.markdown) or below
+            comparison, gates = finish_ci(ci, gates, console, opts.markdown)
         except OSError as exc:
             error_line(f"cannot write a report: {exc}")
             result.close()
             return exit_code(Outcome(input_error=True))
-    code = exit_code(Outcome(input_error=errors > 0, violations=violations, below_threshold=below))
-    result.close()
+    regression = comparison is not None and not comparison.passed
+    code = exit_code(
+        Outcome(
+            input_error=errors > 0,
+            violations=violations,
+            below_threshold=below,
+            regression=regression,
+        )
+    )
+    try:
+        if report is not None:
+            code = report(DatasetRun(result, gates, comparison, code))
+    finally:
+        result.close()
     return code
+
+
+def _both(
+    first: Callable[[TraceRecord], None], second: Callable[[TraceRecord], None]
+) -> Callable[[TraceRecord], None]:
+    def take(record: TraceRecord) -> None:
+        first(record)
+        second(record)
+
+    return take
 
 
 def _paths(

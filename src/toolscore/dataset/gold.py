@@ -8,7 +8,10 @@
 * **A directory** of gold files, matched to traces by name: the trace id (a multi-trace
   file's id, or a single-trace file's path below TRACES without extensions) against each gold
   file's path below the directory without extensions (``gold/task1.json`` is the gold of
-  ``traces/task1.jsonl``).
+  ``traces/task1.jsonl``). Two options (the GitHub Action's matching, see
+  :func:`~.run.evaluate_dataset`): ``gold_by_base_name`` also matches a trace file's base
+  name (``gold/c.json`` for ``traces/team/c.jsonl`` when there is no ``gold/team/c.json``),
+  and ``default_gold`` is the gold of every trace that the directory has none for.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from .inputs import ID_KEYS, first_line, is_url, list_inputs, open_input
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["GoldSpec", "build_gold", "gold_lookup"]
+__all__ = ["GoldSpec", "base_name", "build_gold", "gold_lookup"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,10 @@ class GoldSpec:
     """``keyed``: the gold file itself, which a worker on another machine (where ``path``
     does not exist) indexes for itself."""
     key: str | None = None
+    default: str | None = None
+    """``dir``: the gold file of a trace that has none in the directory."""
+    by_base_name: bool = False
+    """``dir``: a single-trace file also matches the gold named after its base name."""
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Identifies this gold in a worker's cache."""
 
@@ -89,8 +96,13 @@ def build_gold(
     *,
     key: str | None,
     storage_options: Mapping[str, Any] | None = None,
+    default: str | None = None,
+    by_base_name: bool = False,
 ) -> GoldSpec:
     """Read what ``gold`` is and prepare it for the workers.
+
+    ``default`` and ``by_base_name`` apply to a directory (see the module's doc); the
+    ``default`` file is read here, so a missing or malformed one fails before anything runs.
 
     Raises:
         GoldFileError: the file is missing or unreadable, or a keyed file has no usable line.
@@ -100,8 +112,19 @@ def build_gold(
         return GoldSpec("one", calls=tuple(gold))
     local_dir = not is_url(gold) and os.path.isdir(gold)
     if local_dir or (is_url(gold) and _url_is_dir(gold, options)):
+        if default is not None:
+            from ..gold import load_gold
+
+            load_gold(default)
         files = {item.name: item.url for item in list_inputs(gold, options)}
-        return GoldSpec("dir", files=files, storage_options=options, count=len(files))
+        return GoldSpec(
+            "dir",
+            files=files,
+            storage_options=options,
+            count=len(files),
+            default=default,
+            by_base_name=by_base_name,
+        )
     try:
         with open_input(gold, options) as f:
             head = f.read(1 << 16)
@@ -201,6 +224,7 @@ class GoldLookup:
         self._from_dicts = gold_from_dicts
         self._last_body: Any = None
         self._last_calls: list[ToolCall] | None = None
+        self._default: list[ToolCall] | None = None
         if spec.kind == "one":
             if spec.calls is not None:
                 self._one = gold_from_dicts(list(spec.calls))
@@ -242,10 +266,19 @@ class GoldLookup:
                 self._last_body = body
             return self._last_calls
         if self.spec.kind == "dir":
+            spec = self.spec
             for candidate in (trace_id, name):
-                path = self.spec.files.get(candidate) if candidate is not None else None
+                path = spec.files.get(candidate) if candidate is not None else None
                 if path is not None:
                     return self._load_file(path)
+            if spec.by_base_name and name is not None and "/" in name:
+                path = spec.files.get(base_name(name))
+                if path is not None:
+                    return self._load_file(path)
+            if spec.default is not None:
+                if self._default is None:
+                    self._default = self._load(spec.default)
+                return self._default
         return None
 
     def _load_file(self, path: str) -> list[ToolCall]:
@@ -259,6 +292,11 @@ class GoldLookup:
             tmp.flush()
             calls = self._load(tmp.name)
         return calls
+
+
+def base_name(name: str) -> str:
+    """A trace name's last component: ``team/c`` -> ``c`` (see ``by_base_name``)."""
+    return name.rsplit("/", 1)[-1]
 
 
 _LOOKUPS: dict[str, GoldLookup] = {}

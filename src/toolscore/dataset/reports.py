@@ -254,25 +254,30 @@ def _md_table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list
     return [*out, ""]
 
 
-def render_markdown(result: DatasetResult) -> str:
-    """The aggregate as Markdown (redacted)."""
-    lines = ["# toolscore dataset report", ""]
+def render_markdown(
+    result: DatasetResult, *, title: str | None = "toolscore dataset report", level: int = 1
+) -> str:
+    """The aggregate as Markdown (redacted): ``title`` a heading of ``level`` (none when
+    ``None``: a caller puts the report under its own), the sections one level below."""
+    h = "#" * (level + 1)
+    lines = [] if title is None else ["#" * level + " " + title, ""]
     lines += _md_table(("", ""), [(n, _r(v)) for n, v in _headline(result)])
     if result.aggregate.tools:
-        lines += ["## Tools", ""]
+        lines += [f"{h} Tools", ""]
         lines += _md_table(("tool", "calls", "failed", "retried"), _tool_rows(result))
     if result.aggregate.findings:
-        lines += ["## Findings", ""]
+        lines += [f"{h} Findings", ""]
         lines += _md_table(("kind", "count in traces", "examples"), _finding_rows(result))
     if result.aggregate.worst:
-        lines += ["## Worst traces", ""]
+        lines += [f"{h} Worst traces", ""]
         lines += _md_table(("trace", "score"), _worst_rows(result))
     if result.tasks_count:
-        lines += [f"## Tasks (first {min(SHOW, result.tasks_count)} of {result.tasks_count:,})", ""]
+        shown_tasks = min(SHOW, result.tasks_count)
+        lines += [f"{h} Tasks (first {shown_tasks} of {result.tasks_count:,})", ""]
         lines += _md_table(("task", "passed", "pass@k", "pass^k"), _task_rows(result))
     errors = _error_lines(result)
     if errors:
-        lines += ["## Input", ""] + [f"- {line}" for line in errors] + [""]
+        lines += [f"{h} Input", ""] + [f"- {line}" for line in errors] + [""]
     return "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ import msgspec
 
 from .aggregate import Aggregate, ScoreSpill, TaskOutcome, TaskSpill, overall_pass
 from .engine import PartLost, run_parts
-from .gold import GoldSpec, build_gold, gold_ids
+from .gold import GoldSpec, base_name, build_gold, gold_ids
 from .inputs import Part, list_inputs, plan_parts
 from .records import PassCriterion, TraceRecord, record_line
 from .regroup import Regroup
@@ -185,6 +185,8 @@ def evaluate_dataset(
     client: Any = None,
     scheduler: str | None = None,
     interleaved: bool = False,
+    default_gold: str | None = None,
+    gold_by_base_name: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     part_bytes: int | None = None,
     on_record: Callable[[TraceRecord], None] | None = None,
@@ -217,6 +219,12 @@ def evaluate_dataset(
         client: a ``distributed.Client`` to run the parts on (implies ``engine="dask"``).
         scheduler: a Dask scheduler address (``tcp://host:port``), when no client is given.
         interleaved: the lines of one trace may be anywhere in their file.
+        default_gold: with a gold directory, the gold file (local) of every trace the
+            directory has no gold for (read before anything runs: a missing or malformed
+            one raises); those traces are then scored, not ``no_gold``.
+        gold_by_base_name: with a gold directory, a single-trace file with no gold under its
+            name (``team/c`` for ``traces/team/c.jsonl``) also matches the gold named after
+            its base name (``gold/c.json``): the GitHub Action's ``gold-dir`` matching.
         storage_options: passed to fsspec for URLs (credentials, endpoint).
         part_bytes: the size of a byte-range part of a large file.
         on_record: receives each record in reading order.
@@ -263,7 +271,14 @@ def evaluate_dataset(
     started = time.perf_counter()
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
     try:
-        spec = build_gold(gold, work, key=trace_key, storage_options=options)
+        spec = build_gold(
+            gold,
+            work,
+            key=trace_key,
+            storage_options=options,
+            default=default_gold,
+            by_base_name=gold_by_base_name,
+        )
         inputs = list_inputs(traces, options)
         key = trace_key if trace_key not in (None, "auto") else None
         parts = plan_parts(
@@ -438,17 +453,27 @@ def _parquet_schema() -> Any:
 
 
 class _Seen:
-    """Trace ids seen so far, on disk: a second sighting is an error record."""
+    """Trace ids seen so far, on disk: a second sighting is an error record. With
+    ``by_base_name`` (gold matched by a trace's base name too), the base names of the ids
+    are kept as well, so gold used that way is not "gold without a trace"."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, by_base_name: bool = False) -> None:
         self.conn = sqlite3.connect(path)
         self.conn.execute("PRAGMA journal_mode=OFF")
         self.conn.execute("PRAGMA synchronous=OFF")
         self.conn.execute("CREATE TABLE seen (id TEXT PRIMARY KEY) WITHOUT ROWID")
+        self.by_base_name = by_base_name
+        if by_base_name:
+            self.conn.execute("CREATE TABLE bases (id TEXT PRIMARY KEY) WITHOUT ROWID")
 
     def add(self, records: list[TraceRecord]) -> list[TraceRecord]:
         """Records whose id was seen before (in this batch or an earlier one)."""
         ids = [(r.trace_id,) for r in records if r.trace_id]
+        if self.by_base_name:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO bases VALUES (?)",
+                [(base_name(r.trace_id),) for r in records if "/" in r.trace_id],
+            )
         self.conn.commit()  # a rollback below must undo this batch only
         before = self.conn.total_changes
         self.conn.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ids)
@@ -469,6 +494,8 @@ class _Seen:
         self.conn.commit()
         for gold_id in gold_ids(spec):
             row = self.conn.execute("SELECT 1 FROM seen WHERE id = ?", (gold_id,)).fetchone()
+            if row is None and self.by_base_name:
+                row = self.conn.execute("SELECT 1 FROM bases WHERE id = ?", (gold_id,)).fetchone()
             if row is None:
                 yield gold_id
 
@@ -521,7 +548,7 @@ def _drive(
     agg = Aggregate()
     scores = ScoreSpill(os.path.join(work, "scores.f64"))
     tasks = TaskSpill(work)
-    seen = _Seen(os.path.join(work, "seen.sqlite"))
+    seen = _Seen(os.path.join(work, "seen.sqlite"), spec.by_base_name)
     spool_path = os.path.join(work, "records.jsonl")
     spool = open(spool_path, "wb")
     writer = _Writer(per_trace) if per_trace else None
