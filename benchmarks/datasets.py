@@ -9,7 +9,10 @@ way, then times, each in a fresh process (so peak RSS is that run's):
 * ``toolscore eval GOLD TRACES -o ... --workers N`` (the process pool) for each N;
 * the same on a Dask ``LocalCluster`` of N worker processes (``--dask``);
 * ``--loop``: the baseline a user has without datasets: read the file, group the lines by
-  trace id, and call ``toolscore.evaluate()`` on each trace in one process.
+  trace id, and call ``toolscore.evaluate()`` on each trace in one process;
+* ``--loop-python PYTHON`` (with ``--loop``): the same loop, in the same run, under another
+  interpreter (another build's virtual environment, e.g. ``/work/before/.venv/bin/python``),
+  for a baseline that is not this checkout.
 
 and prints traces/s, MB/s, wall seconds, CPU seconds (the run's own, plus every process below
 it: the pool's or Dask's workers, polled every 0.1 s, so the last tenth of a second of a
@@ -18,9 +21,12 @@ with the load, the steadier figure), and peak RSS (the driver's ``ru_maxrss``, a
 largest ``VmHWM`` of any process below it) for each. Not a test: run it by hand on a quiet
 machine.
 
-Toolscore 1.10 is not installable here, so the baseline loop is this package's own
-``evaluate()`` (the issue's stated 1.10 figures: ~810 traces/s, and ~680 for this package's
-``evaluate()`` then, on tau-bench's traces of 6.4 calls on average).
+Toolscore 1.10 is not installable here. The issue measured, on tau-bench's traces of 6.4 calls
+on average, Toolscore 1.10's ``evaluate()`` loop at ~810 traces/s and this package's
+``evaluate()`` at ~680 at the time it was filed (commit c115bff). With ``--loop-python`` pointing
+at that build, its loop times 810/680 is printed as the 1.10 proxy, and each run's wall-clock
+multiple of it (the issue's target: 4x on 2 workers at 100k traces) and its multiple per CPU
+second (steadier on a shared machine, where wall times swing with the load).
 """
 
 from __future__ import annotations
@@ -210,17 +216,43 @@ if __name__ == "__main__":
 """
 
 
-def _run(code: str, *args: str) -> dict[str, Any]:
+ISSUE_110_RATE = 810.0
+"""Toolscore 1.10's ``evaluate()`` loop on tau-bench, traces/s (issue 12)."""
+ISSUE_BEFORE_RATE = 680.0
+"""This package's ``evaluate()`` loop then (commit c115bff), same traces, traces/s."""
+
+
+def _run(code: str, *args: str, python: str | None = None) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(code)
     try:
         done = subprocess.run(
-            [sys.executable, f.name, *args], capture_output=True, text=True, check=True
+            [python or sys.executable, f.name, *args], capture_output=True, text=True, check=True
         )
     finally:
         os.unlink(f.name)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def _print_proxy(count: int, results: dict[str, dict[str, Any]]) -> None:
+    """The 1.10 proxy (the before build's loop x 810/680) and each run's multiple of it."""
+    before = results["before"]
+    scale = ISSUE_110_RATE / ISSUE_BEFORE_RATE
+    proxy_wall = before["traces"] / before["wall"] * scale
+    proxy_cpu = before["traces"] / before["cpu"] * scale
+    print(
+        f"<!-- {count:,} traces: Toolscore 1.10 proxy (before loop x {ISSUE_110_RATE:.0f}/"
+        f"{ISSUE_BEFORE_RATE:.0f}): {proxy_wall:,.0f} traces/s, {proxy_cpu:,.0f} traces/CPU s "
+        f"(the before loop's mean score: {before['mean']:.9f}) -->"
+    )
+    for name, r in results.items():
+        if name == "before":
+            continue
+        print(
+            f"<!-- {count:,} traces: {name}: {r['traces'] / r['wall'] / proxy_wall:.2f}x the "
+            f"1.10 proxy (wall), {r['traces'] / r['cpu'] / proxy_cpu:.2f}x (per CPU s) -->"
+        )
 
 
 def main() -> None:
@@ -229,6 +261,11 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--dask", action="store_true")
     parser.add_argument("--loop", action="store_true")
+    parser.add_argument(
+        "--loop-python",
+        default=None,
+        help="with --loop: also run the loop under this interpreter (the 1.10 proxy's base)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dir", default=None, help="where the datasets go (default: a temp dir)")
     args = parser.parse_args()
@@ -246,13 +283,17 @@ def main() -> None:
             generate(traces, gold, count, seed=args.seed)
         mb = traces.stat().st_size / 1e6
         results: dict[str, dict[str, Any]] = {}
-        if args.loop:
-            r = _run(_LOOP, str(gold), str(traces))
-            results["loop"] = r
+        loops = [("loop", "evaluate() loop", None)]
+        if args.loop_python:
+            loops.append(("before", f"evaluate() loop ({args.loop_python})", args.loop_python))
+        for name, label, python in loops if args.loop else []:
+            r = _run(_LOOP, str(gold), str(traces), python=python)
+            results[name] = r
             print(
-                f"| {count:,} | evaluate() loop | 1 | {r['wall']:.2f} | "
+                f"| {count:,} | {label} | 1 | {r['wall']:.2f} | "
                 f"{r['traces'] / r['wall']:,.0f} | {mb / r['wall']:.1f} | {r['cpu']:.2f} | "
-                f"{r['traces'] / r['cpu']:,.0f} | {r['rss_mb']:.0f} | - |"
+                f"{r['traces'] / r['cpu']:,.0f} | {r['rss_mb']:.0f} | - |",
+                flush=True,
             )
         for workers in (int(x) for x in args.workers.split(",")):
             engines = ["pool"] + (["dask"] if args.dask else [])
@@ -266,8 +307,10 @@ def main() -> None:
                     f"{r['rss_mb']:.0f} | {r['child_rss_mb']:.0f} |",
                     flush=True,
                 )
+        if "before" in results:
+            _print_proxy(count, results)
         keys = ("traces", "mean", "median", "p10", "pass_rate", "pass_hat_k", "errors")
-        runs = [r for name, r in results.items() if name != "loop"]
+        runs = [r for name, r in results.items() if name not in ("loop", "before")]
         same = all(all(r[k] == runs[0][k] for k in keys) for r in runs)
         print(f"<!-- {count:,} traces, {mb:.1f} MB: identical aggregates across runs: {same} -->")
 
