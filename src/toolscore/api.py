@@ -113,9 +113,12 @@ def builtin_checks(
     strict: bool,
     keep_details: bool,
     plan: Any = None,
+    trajectory: bool = True,
 ) -> list[BaseCheck]:
     """The built-in checks; ``plan``: an earlier expected-calls check's plan for the same gold
-    and options, reused (unless hard rules put argument modes into the score)."""
+    and options, reused (unless hard rules put argument modes into the score); ``trajectory``:
+    ``False`` when only the score's metrics are read (see
+    :meth:`~toolscore.checks.expected.state.ExpectedState.score_metrics`)."""
     scored, view = gold, None
     if rules is not None and rules.arguments is not None and rules.arguments.score:
         from .hardrules.matching import score_view
@@ -128,6 +131,7 @@ def builtin_checks(
             keep_details=keep_details,
             arg_view=view,
             plan=plan if view is None else None,
+            trajectory=trajectory,
         ),
         errors_check(),
         secrets_check(),

@@ -162,20 +162,38 @@ class Scorer:
     and the checks driven synchronously over a trace's batches (no event loop, no call sink).
 
     :meth:`score` gives the result :func:`toolscore.api.evaluate_batches` gives for the same
-    gold and batches (the same checks, pipeline and reducer), and the calls per tool.
+    gold and batches (the same checks, pipeline and reducer), and the calls per tool. Unless
+    the records carry CI details or hard rules run, that result holds only what
+    :func:`_fill` reads (:attr:`light`): the score's metrics, the credentials and forbidden
+    calls, the failed tools, the findings and the input problems.
     """
 
     def __init__(self, cfg: Config) -> None:
-        from ..api import read_rules
-        from ..result import normalize_weights
+        from ..api import builtin_checks, guard_first, pipeline_result, read_rules
+        from ..pipeline import Pipeline, run_sync
+        from ..result import EvaluationResult, normalize_weights
 
         self.weights = normalize_weights(cfg.weights)
         self.rules = read_rules(_rules(cfg.forbidden))
         self.strict = cfg.strict
+        rules = self.rules
+        self.light = not cfg.details and (
+            rules is None
+            or not (rules.hard or (rules.arguments is not None and rules.arguments.score))
+        )
+        """Records without CI details read only the score's metrics, the counts and the
+        findings of the built-in checks (the expected-calls check then skips the trajectory
+        steps, and no full metrics are computed)."""
         self._gold: list[ToolCall] | None = None
         self._plan: Any = None
         """The expected-calls check's plan of the last gold (the gold lookup gives the trials
         of a task, read one after the other, the same list)."""
+        self._builtin_checks = builtin_checks
+        self._guard_first = guard_first
+        self._pipeline_result = pipeline_result
+        self._pipeline = Pipeline
+        self._run_sync = run_sync
+        self._result = EvaluationResult
 
     def score(self, gold: list[ToolCall], batches: Iterable[Batch]) -> tuple[Any, Counter[str]]:
         """``(result, calls per tool)``.
@@ -183,15 +201,20 @@ class Scorer:
         Raises:
             InputError: the batches start with an input error (no call read).
         """
-        from ..api import builtin_checks, guard_first, pipeline_result
-        from ..pipeline import Pipeline, run_sync
-
         plan = self._plan if gold is self._gold else None
-        checks = builtin_checks(gold, self.rules, strict=self.strict, keep_details=False, plan=plan)
+        checks = self._builtin_checks(
+            gold,
+            self.rules,
+            strict=self.strict,
+            keep_details=False,
+            plan=plan,
+            trajectory=not self.light,
+        )
         if plan is None:
             self._gold, self._plan = gold, getattr(checks[0], "plan", None)
-        pipeline = Pipeline(checks)
+        pipeline = self._pipeline(checks)
         tools: Counter[str] = Counter()
+        guard_first = self._guard_first
 
         def counted() -> Iterator[Batch]:
             # every call read is completed by the end of the run (its result, or none), so
@@ -201,8 +224,32 @@ class Scorer:
                     tools.update(batch.columns().tools)
                 yield batch
 
-        run_sync(pipeline, counted())
-        return pipeline_result(pipeline, gold, self.weights, include_extras=False), tools
+        self._run_sync(pipeline, counted())
+        if self.light:
+            return self._light_result(pipeline, gold), tools
+        return self._pipeline_result(pipeline, gold, self.weights, include_extras=False), tools
+
+    def _light_result(self, pipeline: Any, gold: list[ToolCall]) -> Any:
+        """The result :func:`_fill` reads, as the reducer would give it (the first check's
+        metrics first; the failed tools are the errors check's), with only the score's
+        metrics of the expected-calls check and no errors-check state."""
+        expected, errors, *others = pipeline.checks
+        metrics: dict[str, Any] = expected.state().score_metrics()
+        for check in others:
+            for key, value in check.state().metrics().items():
+                metrics.setdefault(key, value)
+        return self._result(
+            metrics,
+            self.weights,
+            gold,
+            None,
+            pipeline.calls_read,
+            findings=pipeline.findings,
+            input_error=pipeline.error,
+            failed_tools=errors.failed_tools,
+            input_findings=pipeline.input_findings,
+            input_problems=pipeline.input_problems,
+        )
 
 
 _SCORER: list[Any] = [None, None]

@@ -44,6 +44,7 @@ class ExpectedCheck(BaseCheck):
         exact_pairing_max: int | None = None,
         approx_candidates: int | None = None,
         plan: ExpectedPlan | None = None,
+        trajectory: bool = True,
     ) -> None:
         self.plan = (
             plan
@@ -84,6 +85,9 @@ class ExpectedCheck(BaseCheck):
         self._cost_by_tool: dict[str, Any] = {}
         self._part: IdLog | None = None
         self._head: list[tuple[str, Any]] = []
+        self._trajectory = trajectory
+        """Compare the first calls with the gold's step by step (``trajectory_metrics``);
+        off, the state's steps are empty (for :meth:`~.state.ExpectedState.score_metrics`)."""
 
     def begin_part(self) -> None:
         """Read a later part of a trace on its own: keep its first calls and log its tool
@@ -109,7 +113,8 @@ class ExpectedCheck(BaseCheck):
         self._counts.update(tools)
         if self._part is None:
             self._distance.run(tools)
-            self._steps(tools, args, pos)
+            if self._trajectory:
+                self._steps(tools, args, pos)
         else:
             self._part.record(tools)
             room = self.plan.tail_end - len(self._head)
@@ -277,6 +282,7 @@ def expected_check(
     exact_pairing_max: int | None = None,
     approx_candidates: int | None = None,
     plan: ExpectedPlan | None = None,
+    trajectory: bool = True,
 ) -> ExpectedCheck:
     """The expected-calls check for ``gold``.
 
@@ -295,6 +301,8 @@ def expected_check(
             :data:`toolscore.limits.APPROX_PAIRING_CANDIDATES`).
         plan: the :attr:`ExpectedCheck.plan` of an earlier check of the same gold and options
             (immutable; shared by the trials of a task in a dataset run), instead of a new one.
+        trajectory: compare the first calls with the gold's step by step; ``False`` when only
+            :meth:`~.state.ExpectedState.score_metrics` is read (a dataset's records).
     """
     return ExpectedCheck(
         gold,
@@ -304,4 +312,5 @@ def expected_check(
         exact_pairing_max=exact_pairing_max,
         approx_candidates=approx_candidates,
         plan=plan,
+        trajectory=trajectory,
     )

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ...calls import ToolCall
     from .state import ExpectedPlan, ExpectedState
 
-__all__ = ["extra_metrics", "gold_metrics"]
+__all__ = ["extra_metrics", "gold_metrics", "score_metrics"]
 
 
 def gold_metrics(s: ExpectedState) -> dict[str, Any]:
@@ -28,6 +28,20 @@ def gold_metrics(s: ExpectedState) -> dict[str, Any]:
         "efficiency_metrics": _efficiency(s),
         "required_call_recall": _required_call_recall(s),
         **extra_metrics(s),
+    }
+
+
+def score_metrics(s: ExpectedState) -> dict[str, Any]:
+    """The part of :func:`gold_metrics` the score and a dataset's per-trace record read
+    (selection, argument F1, sequence accuracy, redundancy, required-call recall), each
+    computed as there: what a dataset's worker needs without the trajectory, the tool lists
+    and the extras."""
+    return {
+        "selection_accuracy": _selection(s),
+        "sequence_metrics": _sequence(s),
+        "argument_metrics": _arguments(s),
+        "efficiency_metrics": _efficiency(s),
+        "required_call_recall": _required_call_recall(s),
     }
 
 

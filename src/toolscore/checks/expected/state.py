@@ -354,6 +354,16 @@ class ExpectedState(State):
 
         return gold_metrics(self)
 
+    def score_metrics(self) -> dict[str, Any]:
+        """The metrics the score and a dataset's record read (see
+        :func:`~.metrics.score_metrics`); an anchored state of a check that skipped the
+        trajectory steps gives them too."""
+        if not self.anchored:
+            return self.anchor().score_metrics()
+        from .metrics import score_metrics
+
+        return score_metrics(self)
+
 
 _LOCAL = ("keep", "plan")
 _NO_LOG = ApproxLog()
