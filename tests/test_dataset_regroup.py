@@ -98,3 +98,35 @@ def test_cli_scores_scattered_traces_once(
     assert {row["trace_id"]: row["calls"] for row in rows if row["trace_id"] in moved} == {
         trace_id: 3 for trace_id in moved
     }
+
+
+@pytest.mark.parametrize("part_bytes", [None, 100_000])
+def test_a_scattered_trace_whose_gold_cannot_be_read_gets_its_error_record(
+    tmp_path: Path, scattered: tuple[Path, Path, list[str]], part_bytes: int | None
+) -> None:
+    """The gold of a trace read in pieces (in one part, or in different byte ranges) is
+    unusable: the trace gets one error record (worker.gold_error_record), at its first line,
+    not one per piece nor "two files hold the same id"; every other trace is scored."""
+    gold, traces, moved = scattered
+    broken = moved[2]  # one call here, one past the first MiB, one at the end
+    bad = tmp_path / "gold.jsonl"
+    with gold.open(encoding="utf-8") as src, bad.open("w", encoding="utf-8") as dst:
+        for line in src:
+            if json.loads(line)["trace_id"] == broken:
+                line = json.dumps({"trace_id": broken, "expected": [{"args": {}}]}) + "\n"
+            dst.write(line)
+    first = next(
+        n
+        for n, line in enumerate(traces.read_text(encoding="utf-8").splitlines(), 1)
+        if json.loads(line)["trace_id"] == broken
+    )
+    extra = {} if part_bytes is None else {"part_bytes": part_bytes}
+    result = evaluate_dataset(str(bad), str(traces), engine="inline", **extra)
+    records = list(result)
+    assert len(records) == 3000 == len({r.trace_id for r in records})
+    (error,) = [r for r in records if r.status != "ok"]
+    assert error.trace_id == broken and error.status == "error"
+    assert error.score is None and error.source == str(traces) and error.line == first
+    assert error.error is not None
+    assert error.error.startswith(f"gold of {broken}: ") and "missing 'tool'" in error.error
+    assert result.input_errors == 1

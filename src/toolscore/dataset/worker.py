@@ -557,12 +557,18 @@ def gold_error_record(
 
 
 def _gold_or_error(
-    gold: Any, trace_id: str, name: str | None, source: str, records: list[TraceRecord], order: Any
+    gold: Any,
+    trace_id: str,
+    name: str | None,
+    source: str,
+    records: list[TraceRecord],
+    order: Any,
+    line: int | None = None,
 ) -> list[ToolCall] | bool | None:
     try:
         calls: list[ToolCall] | None = gold.get(trace_id, name)
     except GOLD_ERRORS as exc:
-        records.append(gold_error_record(trace_id, source, exc, order=order()))
+        records.append(gold_error_record(trace_id, source, exc, line=line, order=order()))
         return False
     return calls
 
@@ -621,7 +627,9 @@ def _evaluate_trace(
     def order() -> tuple[int, int]:
         return (part.index, len(records))
 
-    calls = _gold_or_error(gold, trace_id, None, item.url, records, order)
+    first = trace.linenos[0] if trace.linenos else None
+    # with its line, the record of a piece of a scattered trace is regrouped (regroup.py)
+    calls = _gold_or_error(gold, trace_id, None, item.url, records, order, first)
     if calls is False:
         return
     data = b"".join(trace.lines)
@@ -634,7 +642,7 @@ def _evaluate_trace(
             calls,  # type: ignore[arg-type]
             source=item.url,
             linenos=trace.linenos,
-            line=trace.linenos[0] if trace.linenos else None,
+            line=first,
             offset=trace.offset,
             order=order(),
             decoder=None if fmt is None else fmt.decoder(data),
