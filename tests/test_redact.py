@@ -12,6 +12,7 @@ from toolscore.redact import (
     PATTERNS,
     may_contain_secret,
     preview,
+    redact_each,
     redact_secrets,
     redact_value,
     scan_text,
@@ -221,3 +222,24 @@ def test_batch_candidates_are_the_calls_the_prefilter_flags(texts: list[str]) ->
 
     sigs = [t.encode() for t in texts]
     assert candidates(sigs) == [i for i, s in enumerate(sigs) if PREFILTER_SCAN.search(s)]
+
+
+_PIECES = st.sampled_from([*ALL, PEM, "sk-", "AKIA", "error: ", " ", "\n", "%2D", "-----BEGIN "])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(_PIECES, st.text(max_size=20))).map("".join), max_size=8))
+def test_redact_each_is_redact_secrets_of_each_text(texts: list[str]) -> None:
+    # one prefilter search for the lot, the same texts as one redaction each
+    out = redact_each(texts)
+    assert out == [redact_secrets(t) for t in texts]
+    assert redact_each(texts, ["email"]) == [redact_secrets(t, ["email"]) for t in texts]
+
+
+def test_redact_each_hands_back_texts_without_a_credential_prefix() -> None:
+    texts = ["ConnectionResetError: connection reset by peer", "database is locked"]
+    assert redact_each(texts) is texts
+    assert redact_each([f"token {AWS} refused", "ok"]) == [
+        f"token {redact_secrets(AWS)} refused",
+        "ok",
+    ]

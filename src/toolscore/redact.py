@@ -65,6 +65,7 @@ __all__ = [
     "pii_prefilter",
     "pii_redaction",
     "preview",
+    "redact_each",
     "redact_findings",
     "redact_quote",
     "redact_secrets",
@@ -669,6 +670,27 @@ def redact_secrets(text: str, pii: Collection[str] | None = None) -> str:
     return "".join(parts)
 
 
+def _none_wanted(texts: list[str], kinds: frozenset[str]) -> bool:
+    """Whether no text of ``texts`` can need redaction: one prefilter search over them
+    all (a text that holds a literal or a personal-data hint puts it in the joined text
+    too), where a search per text would call into RE2 once each."""
+    return not texts or not _wanted("\n".join(texts), kinds)[1]
+
+
+def redact_each(texts: list[str], pii: Collection[str] | None = None) -> list[str]:
+    """:func:`redact_secrets` of each text (``texts`` itself when none holds anything to
+    redact): one prefilter search for the lot, e.g. a batch's error messages.
+
+    Args:
+        texts: the texts.
+        pii: as for :func:`redact_secrets`.
+    """
+    kinds = _PII_SCOPE.get() if pii is None else frozenset(pii)
+    if _none_wanted(texts, kinds):
+        return texts
+    return [redact_secrets(text, kinds) for text in texts]
+
+
 def redact_findings(findings: list[Any], pii: Collection[str] = ()) -> list[Any]:
     """The findings with every credential (and personal data of the kinds ``pii``) redacted
     from the fields their message shows (tool name, path, detail); the list itself when there
@@ -679,8 +701,7 @@ def redact_findings(findings: list[Any], pii: Collection[str] = ()) -> list[Any]
         pii: personal-data kinds to redact too.
     """
     kinds = frozenset(pii)
-    texts = [t for f in findings for t in (f.tool, f.path, f.detail) if t]
-    if not texts or not _wanted("\n".join(texts), kinds)[1]:
+    if _none_wanted([t for f in findings for t in (f.tool, f.path, f.detail) if t], kinds):
         return findings
     from .calls import Finding
 

@@ -19,7 +19,7 @@ from typing import Any
 from .._distinct import DistinctCounter, DistinctSet
 from ..calls import Batch, Finding, Location, Severity
 from ..capped import join_capped
-from ..redact import redact_secrets
+from ..redact import redact_each
 from ._base import BaseCheck, State
 
 __all__ = ["ErrorsCheck", "ErrorsState", "errors_check"]
@@ -27,8 +27,8 @@ __all__ = ["ErrorsCheck", "ErrorsState", "errors_check"]
 _ERROR_CHARS = 200
 
 
-def _short_error(error: str) -> str:
-    text = redact_secrets(error)
+def _short(text: str) -> str:
+    """A redacted error message cut to :data:`_ERROR_CHARS` characters."""
     if len(text) > _ERROR_CHARS:
         text = text[: _ERROR_CHARS - 1] + "…"
     return text
@@ -40,6 +40,7 @@ _RETRY = "call {call} {tool} repeats failed call {previous} with the same argume
 
 
 def _failed(tool: str, error: str | None, location: Location | None, i: int) -> Finding:
+    """A failed call's finding; ``error`` is its message, redacted already."""
     return Finding(
         "errors",
         "failed_call",
@@ -48,7 +49,7 @@ def _failed(tool: str, error: str | None, location: Location | None, i: int) -> 
         i,
         tool,
         location,
-        detail=_short_error(error) if error else None,
+        detail=_short(error) if error else None,
         template=_FAILED_BECAUSE if error else _FAILED,
     )
 
@@ -190,16 +191,21 @@ class ErrorsCheck(BaseCheck):
         if not failed and not retries:
             return []
         findings: list[Finding] = []
+        # the batch's error messages redacted together: one prefilter search for them all
+        errors = [cols.error(f) for f in failed]
+        said = [e for e in errors if e]
+        clean = iter(redact_each(said))
         # in call order; within a call, the retry before the failure
-        events = sorted([(j, 0) for j in retries] + [(f, 1) for f in failed])
-        for pos, kind in events:
+        events = sorted([(j, -1) for j in retries] + [(f, k) for k, f in enumerate(failed)])
+        for pos, k in events:
             i = cols.index(pos)
             if i < 0:
                 i = base + pos
-            if kind == 0:
+            if k < 0:
                 findings.append(_retry(tools[pos], cols.location(pos), i))
             else:
-                findings.append(_failed(tools[pos], cols.error(pos), cols.location(pos), i))
+                error = next(clean) if errors[k] else None
+                findings.append(_failed(tools[pos], error, cols.location(pos), i))
         return findings
 
     def state(self) -> ErrorsState:
