@@ -23,10 +23,13 @@ __all__ = [
     "CiOptions",
     "CiState",
     "append_verdict",
+    "baseline_gate",
     "ci_paths",
     "finish",
     "gates_of",
+    "markdown_text",
     "prepare",
+    "say_verdict",
     "verdict_markdown",
 ]
 
@@ -128,16 +131,29 @@ def gates_of(
             )
         )
     if comparison is not None:
-        lines = comparison.lines()
-        gates.append(
-            Gate(
-                "baseline",
-                comparison.passed,
-                "" if comparison.passed else lines[0],
-                "\n".join(lines),
-            )
-        )
+        gates.append(baseline_gate(comparison))
     return gates
+
+
+def baseline_gate(comparison: Comparison) -> Gate:
+    """The baseline's verdict as a gate: its first line the failure, all lines the detail."""
+    from .reports.junit import Gate
+
+    lines = comparison.lines()
+    return Gate(
+        "baseline", comparison.passed, "" if comparison.passed else lines[0], "\n".join(lines)
+    )
+
+
+def say_verdict(console: Any, comparison: Comparison, markdown: str | None = None) -> None:
+    """Print the baseline's verdict line by line (a FAIL in red, redacted) on ``console``
+    (stdout when ``None``), and append it to the Markdown report ``markdown`` if given."""
+    from .sanitize import shown
+
+    for line in comparison.lines():
+        _say(console, shown(line), "red" if line.startswith("FAIL") else None)
+    if markdown:
+        append_verdict(markdown, comparison)
 
 
 def finish(
@@ -170,10 +186,7 @@ def finish(
     comparison = None
     if state.baseline is not None:
         comparison = compare(state.baseline, {trace_id: summary}, options.baseline_tolerance)
-        for line in comparison.lines():
-            _say(console, shown(line), "red" if line.startswith("FAIL") else None)
-        if markdown:
-            append_verdict(markdown, comparison)
+        say_verdict(console, comparison, markdown)
     if options.save_baseline:
         write_baseline(options.save_baseline, {trace_id: summary})
         _say(console, f"> Baseline: {shown(options.save_baseline)}", None)
@@ -198,14 +211,17 @@ def finish(
     return comparison is not None and not comparison.passed
 
 
+def markdown_text(text: object) -> str:
+    """``text`` for a Markdown line or table cell: redacted, sanitized, escaped."""
+    from .sanitize import shown
+
+    return shown(str(text)).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
+
+
 def verdict_markdown(comparison: Comparison, limit: int = 20) -> str:
     """The baseline's verdict as a Markdown section: the verdict in bold, then the first
     ``limit`` regressions (redacted, sanitized, Markdown-escaped)."""
-    from .sanitize import shown
-
-    def md(text: str) -> str:
-        return shown(text).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
-
+    md = markdown_text
     head, *rest = comparison.lines()
     regressions = [line.strip() for line in rest if "REGRESSION" in line]
     lines = ["## Baseline", "", f"**{md(head)}**", ""]

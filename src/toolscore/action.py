@@ -64,15 +64,10 @@ class Required:
             self.total += int(required[1])
 
 
-def _md(text: object) -> str:
-    from .sanitize import shown
-
-    return shown(str(text)).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
-
-
 def markdown_summary(run: DatasetRun, required: Required, notes: Sequence[str] = ()) -> str:
     """The job summary: the key figures, the dataset's aggregate, the baseline's verdict and
     the failed gates; every piece of data redacted and sanitized."""
+    from ._ci_cli import markdown_text as _md
     from ._ci_cli import verdict_markdown
     from .dataset.reports import render_markdown
     from .verdict import letter_grade

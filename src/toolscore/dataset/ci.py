@@ -401,24 +401,15 @@ def finish_ci(
     """
     from rich.text import Text
 
-    from ..reports.junit import Gate
+    from .._ci_cli import baseline_gate, say_verdict
     from ..sanitize import shown
 
     options = ci.options
     comparison = ci.compare()
     all_gates = list(gates)
     if comparison is not None:
-        lines = comparison.lines()
-        for line in lines:
-            console.print(Text(shown(line), style="red" if line.startswith("FAIL") else ""))
-        if markdown:
-            from .._ci_cli import append_verdict
-
-            append_verdict(markdown, comparison)
-        all_gates.append(
-            Gate("baseline", comparison.passed, "" if comparison.passed else lines[0],
-                 "\n".join(lines))
-        )  # fmt: skip
+        say_verdict(console, comparison, markdown)
+        all_gates.append(baseline_gate(comparison))
     ci.save()
     ci.finish(all_gates)
     for label, path in (

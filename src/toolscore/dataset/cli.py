@@ -307,6 +307,15 @@ def _run(
     from ..reports.junit import Gate
 
     gates: list[Gate] = []
+
+    def below_gate(name: str, ok: bool, value: str) -> bool:
+        """Add the gate ``--NAME``; True (after a FAIL line) when ``value`` is below it."""
+        why = f"{value} is below --{name}"
+        gates.append(Gate(name, ok, "" if ok else why))
+        if not ok:
+            sys.stderr.write(f"FAIL {why}\n")
+        return not ok
+
     below = False
     mean = result.mean
     if threshold is not None:
@@ -314,20 +323,12 @@ def _run(
             passes(mean, threshold) or (isinstance(threshold, float) and mean >= threshold - 1e-9)
         )
         shown = "no score" if mean is None else f"mean score {mean:.1%}"
-        why = f"{shown} is below --fail-under {opts.fail_under}"
-        gates.append(Gate(f"fail-under {opts.fail_under}", ok, "" if ok else why))
-        if not ok:
-            below = True
-            sys.stderr.write(f"FAIL {why}\n")
+        below = below_gate(f"fail-under {opts.fail_under}", ok, shown)
     if min_rate is not None:
         rate = result.pass_rate
         ok = rate is not None and rate >= min_rate - 1e-12
         shown = "no trace judged" if rate is None else f"pass rate {rate:.1%}"
-        why = f"{shown} is below --min-pass-rate {options.min_pass_rate}"
-        gates.append(Gate(f"min-pass-rate {options.min_pass_rate}", ok, "" if ok else why))
-        if not ok:
-            below = True
-            sys.stderr.write(f"FAIL {why}\n")
+        below = below_gate(f"min-pass-rate {options.min_pass_rate}", ok, shown) or below
     violations = False
     if opts.fail_on_violations:
         count = result.aggregate.violations
