@@ -113,12 +113,13 @@ def builtin_checks(
     strict: bool,
     keep_details: bool,
     plan: Any = None,
-    trajectory: bool = True,
+    score_only: bool = False,
 ) -> list[BaseCheck]:
     """The built-in checks; ``plan``: an earlier expected-calls check's plan for the same gold
-    and options, reused (unless hard rules put argument modes into the score); ``trajectory``:
-    ``False`` when only the score's metrics are read (see
-    :meth:`~toolscore.checks.expected.state.ExpectedState.score_metrics`)."""
+    and options, reused (unless hard rules put argument modes into the score);
+    ``score_only``: only the score's metrics (see
+    :meth:`~toolscore.checks.expected.state.ExpectedState.score_metrics`), the findings and
+    the errors check's counts are read (no trajectory steps, no identical-call count)."""
     scored, view = gold, None
     if rules is not None and rules.arguments is not None and rules.arguments.score:
         from .hardrules.matching import score_view
@@ -131,9 +132,9 @@ def builtin_checks(
             keep_details=keep_details,
             arg_view=view,
             plan=plan if view is None else None,
-            trajectory=trajectory,
+            trajectory=not score_only,
         ),
-        errors_check(),
+        errors_check(count_identical=not score_only),
         secrets_check(),
     ]
     if rules is not None and rules.has_forbidden:

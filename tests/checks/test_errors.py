@@ -241,6 +241,34 @@ def test_toolscore_example_two_of_four_failed_one_retry() -> None:
     ]
 
 
+@pytest.mark.parametrize("one_by_one", [False, True])
+def test_without_the_identical_count_findings_and_counts_are_the_same(one_by_one: bool) -> None:
+    items = calls(
+        ("a", {"x": 1}, FAIL),
+        ("a", {"x": 1}, FAIL),
+        ("a", {"x": 1}),
+        ("b", {}, {"error": "boom", "is_error": True}),
+        ("b", {}),
+        ("a", {"x": 1}),
+    )
+    full, found = run(items, one_by_one=one_by_one)
+    light = errors_check(count_identical=False)
+    light_found = []
+    for batch in [items] if not one_by_one else [[c] for c in items]:
+        light_found += light.feed(Batch(calls=batch, done=batch))
+    light_found += light.finish()
+    assert [(f.kind, f.call_index, f.message) for f in light_found] == [
+        (f.kind, f.call_index, f.message) for f in found
+    ]
+    assert light.failed_tools == full.failed_tools == [("a", 2), ("b", 1)]
+    assert (light.error_count, light.retry_after_error_count) == (3, 3)
+    assert full.identical_count == 4
+    with pytest.raises(RuntimeError):
+        light.state()
+    with pytest.raises(RuntimeError):
+        _ = light.identical_count
+
+
 def test_retry_only_looks_at_the_previous_call() -> None:
     check, _ = run(calls(("a", {"x": 1}, FAIL), ("b", {}), ("a", {"x": 1})))
     assert check.retry_after_error_count == 0

@@ -150,11 +150,13 @@ class ErrorsCheck(BaseCheck):
     name = "errors"
     mergeable = True
 
-    def __init__(self) -> None:
+    def __init__(self, count_identical: bool = True) -> None:
         self.total_calls = 0
         self.error_count = 0
         self.retry_after_error_count = 0
-        self._seen = DistinctCounter()
+        self._seen = DistinctCounter() if count_identical else None
+        """The signatures' fingerprints (None: identical calls are not counted, and the
+        check has no :meth:`state`, only its counts and :attr:`failed_tools`)."""
         self._failed: Counter[str] = Counter()
         self._prev_tool: str | None = None
         self._prev_sig = b""
@@ -169,7 +171,8 @@ class ErrorsCheck(BaseCheck):
             return []
         tools = cols.tools
         sigs = cols.sigs()
-        self._seen.update(map(hash, zip(tools, sigs, strict=True)))  # _signature.fingerprint
+        if self._seen is not None:
+            self._seen.update(map(hash, zip(tools, sigs, strict=True)))  # _signature.fingerprint
         failed = cols.failed()
         # a retry: the call right after a failed one, with the same tool and arguments
         retries: list[int] = []
@@ -209,6 +212,8 @@ class ErrorsCheck(BaseCheck):
         return findings
 
     def state(self) -> ErrorsState:
+        if self._seen is None:
+            raise RuntimeError("an errors check that does not count identical calls has no state")
         prev = self._prev_tool
         return ErrorsState(
             calls=self.total_calls,
@@ -224,6 +229,8 @@ class ErrorsCheck(BaseCheck):
     def identical_count(self) -> int:
         """Calls minus distinct signatures (past 32,768 calls, a count reads the spilled run
         files: a few hundredths of a second per million calls)."""
+        if self._seen is None:
+            raise RuntimeError("this errors check does not count identical calls")
         return self.total_calls - len(self._seen)
 
     @property
@@ -254,6 +261,8 @@ class ErrorsCheck(BaseCheck):
         return self.state().metrics()
 
 
-def errors_check() -> ErrorsCheck:
-    """A fresh failures-and-retries check."""
-    return ErrorsCheck()
+def errors_check(count_identical: bool = True) -> ErrorsCheck:
+    """A fresh failures-and-retries check (``count_identical=False``: without the
+    identical-call count, for readers of :attr:`~ErrorsCheck.failed_tools` and the findings
+    only, such as a dataset's records)."""
+    return ErrorsCheck(count_identical)

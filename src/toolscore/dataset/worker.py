@@ -208,7 +208,7 @@ class Scorer:
             strict=self.strict,
             keep_details=False,
             plan=plan,
-            trajectory=not self.light,
+            score_only=self.light,
         )
         if plan is None:
             self._gold, self._plan = gold, getattr(checks[0], "plan", None)
