@@ -31,7 +31,7 @@ from .checks._base import BaseCheck, user_checks
 from .checks.errors import errors_check
 from .checks.expected import expected_check
 from .checks.policy import policy_check
-from .checks.secrets import secrets_check
+from .checks.secrets import ToolNames, secrets_check
 from .errors import InputError
 from .gold import calls_from_dicts, gold_from_dicts, load_gold
 from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
@@ -114,12 +114,14 @@ def builtin_checks(
     keep_details: bool,
     plan: Any = None,
     score_only: bool = False,
+    tool_names: ToolNames | None = None,
 ) -> list[BaseCheck]:
     """The built-in checks; ``plan``: an earlier expected-calls check's plan for the same gold
     and options, reused (unless hard rules put argument modes into the score);
     ``score_only``: only the score's metrics (see
     :meth:`~toolscore.checks.expected.state.ExpectedState.score_metrics`), the findings and
-    the errors check's counts are read (no trajectory steps, no identical-call count)."""
+    the errors check's counts are read (no trajectory steps, no identical-call count);
+    ``tool_names``: the tool names the secrets checks of earlier traces scanned."""
     scored, view = gold, None
     if rules is not None and rules.arguments is not None and rules.arguments.score:
         from .hardrules.matching import score_view
@@ -135,7 +137,7 @@ def builtin_checks(
             trajectory=not score_only,
         ),
         errors_check(count_identical=not score_only),
-        secrets_check(),
+        secrets_check(tool_names=tool_names),
     ]
     if rules is not None and rules.has_forbidden:
         checks.append(policy_check(rules.forbidden))

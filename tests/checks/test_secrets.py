@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolscore.calls import Batch, Finding, ToolCall
-from toolscore.checks.secrets import find_secrets, scan_call, secrets_check
+from toolscore.checks.secrets import ToolNames, find_secrets, scan_call, secrets_check
 
 # Fake credentials, built from pieces so no file holds a whole one.
 ANTHROPIC = "sk-ant-" + "api03-" + "Ab3dEf6hIj9kLm2nOp5qRs8t"
@@ -200,6 +200,30 @@ def test_the_check_emits_findings_and_metrics() -> None:
         }
     }
     assert all(OPENAI_PROJ not in f.message and AWS not in f.message for f in findings)
+
+
+def test_tool_names_shared_by_checks_find_what_each_check_finds_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolscore.checks.secrets as secrets
+
+    monkeypatch.setattr(secrets, "_TOOL_CACHE", 2)  # the shared memory starts afresh too
+    traces = [
+        [call(AWS, {"q": GITHUB}, 0), call("search", {}, 1), call("a", {}, 2)],
+        [call("b", {}, 0), call(AWS, {}, 1), call(SLACK, {"k": 1}, 2)],
+        [call(SLACK, {}, 0), call(AWS, {}, 1), call("c", {}, 2)],
+    ]
+    names = ToolNames(frozenset())
+    for items in traces:
+        alone, shared = secrets_check(), secrets_check(tool_names=names)
+        found = alone.feed(Batch(calls=items, done=[]))
+        assert found and shared.feed(Batch(calls=items, done=[])) == found
+        assert shared.metrics() == alone.metrics()
+    # a check looking for other kinds scans the names itself
+    pii = secrets_check(pii=True, tool_names=names)
+    assert pii.feed(Batch(calls=traces[0], done=[])) == secrets_check(pii=True).feed(
+        Batch(calls=traces[0], done=[])
+    )
 
 
 def test_values_orjson_cannot_dump_are_still_scanned() -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "TOOL_NAME_PATH",
     "SecretsCheck",
     "SecretsState",
+    "ToolNames",
     "candidates",
     "find_secrets",
     "scan_call",
@@ -180,6 +181,31 @@ _TOOL_CACHE = 4096
 """Distinct tool names whose scan is remembered (then the memory starts afresh)."""
 
 
+class ToolNames:
+    """What each tool name holds (``(kind, preview)`` pairs; personal data too with ``pii``),
+    scanned once per distinct name: a check's own memory, or one shared by the checks of many
+    traces (a dataset's worker). Each lookup keeps what it read, so a shared memory starting
+    afresh meanwhile (past :data:`_TOOL_CACHE` names) never loses a hit."""
+
+    def __init__(self, pii: frozenset[str]) -> None:
+        self.pii = pii
+        self._known: dict[str, list[tuple[str, str]]] = {}
+
+    def hits(self, tools: list[str]) -> dict[str, list[tuple[str, str]]]:
+        """The names among ``tools`` that hold something, with what they hold."""
+        known = self._known
+        out: dict[str, list[tuple[str, str]]] = {}
+        for tool in set(tools):
+            found = known.get(tool)
+            if found is None:
+                if len(known) > _TOOL_CACHE:
+                    known.clear()
+                found = known[tool] = _scan_tool(tool, self.pii)
+            if found:
+                out[tool] = found
+        return out
+
+
 @dataclass(frozen=True)
 class SecretsState(State):
     """The credentials found, in call order (``{"index", "tool", "path", "kind", "preview"}``),
@@ -246,7 +272,9 @@ class SecretsCheck(BaseCheck):
     name = "secrets"
     mergeable = True
 
-    def __init__(self, pii: bool | Iterable[str] | None = None) -> None:
+    def __init__(
+        self, pii: bool | Iterable[str] | None = None, tool_names: ToolNames | None = None
+    ) -> None:
         self.pii_kinds = active_pii() if pii is None else pii_kinds(pii)
         """The personal-data kinds looked for (empty: none; by default those of the enclosing
         :func:`~toolscore.redact.pii_redaction` block)."""
@@ -258,8 +286,12 @@ class SecretsCheck(BaseCheck):
         """Every record, counted."""
         self.calls = 0
         self._scan = pii_prefilter(self.pii_kinds)
-        self._tools: dict[str, list[tuple[str, str]]] = {}
-        self._named: set[str] = set()
+        self._names = (
+            tool_names
+            if tool_names is not None and tool_names.pii == self.pii_kinds
+            else ToolNames(self.pii_kinds)
+        )
+        """The tool names scanned so far (``tool_names`` when it looks for the same kinds)."""
 
     def state(self) -> SecretsState:
         return SecretsState(
@@ -269,24 +301,6 @@ class SecretsCheck(BaseCheck):
             pii_kinds=self.pii_kinds,
             counts=(self.secret_count, self.pii_count),
         )
-
-    def _tool_hits(self, tools: list[str]) -> dict[str, list[tuple[str, str]]]:
-        """The tool names of a batch that hold something, with what they hold."""
-        known = self._tools
-        names = set(tools)
-        unseen = names.difference(known)
-        if unseen:
-            if len(known) > _TOOL_CACHE:
-                known.clear()
-                self._named.clear()
-                unseen = names
-            for tool in unseen:
-                hits = known[tool] = _scan_tool(tool, self.pii_kinds)
-                if hits:
-                    self._named.add(tool)
-        if not self._named:
-            return {}
-        return {tool: known[tool] for tool in names.intersection(self._named)}
 
     def _keep(self, records: list[dict[str, Any]]) -> None:
         for record in records:
@@ -306,7 +320,7 @@ class SecretsCheck(BaseCheck):
         self.calls += cols.n
         findings: list[Finding] = []
         tools = cols.tools
-        named = self._tool_hits(tools)
+        named = self._names.hits(tools)
         hits = candidates(cols.sigs(), self._scan)
         if named:
             hits = sorted(set(hits).union(i for i, tool in enumerate(tools) if tool in named))
@@ -332,6 +346,9 @@ class SecretsCheck(BaseCheck):
         return self.state().metrics()
 
 
-def secrets_check(pii: bool | Iterable[str] | None = None) -> SecretsCheck:
-    """A fresh credential scan (looking for the personal-data kinds ``pii`` too)."""
-    return SecretsCheck(pii)
+def secrets_check(
+    pii: bool | Iterable[str] | None = None, tool_names: ToolNames | None = None
+) -> SecretsCheck:
+    """A fresh credential scan (looking for the personal-data kinds ``pii`` too); with
+    ``tool_names``, the tool names already scanned by other checks are not scanned again."""
+    return SecretsCheck(pii, tool_names)

@@ -170,7 +170,9 @@ class Scorer:
 
     def __init__(self, cfg: Config) -> None:
         from ..api import builtin_checks, guard_first, pipeline_result, read_rules
+        from ..checks.secrets import ToolNames
         from ..pipeline import Pipeline, run_sync
+        from ..redact import active_pii
         from ..result import EvaluationResult, normalize_weights
 
         self.weights = normalize_weights(cfg.weights)
@@ -188,6 +190,10 @@ class Scorer:
         self._plan: Any = None
         """The expected-calls check's plan of the last gold (the gold lookup gives the trials
         of a task, read one after the other, the same list)."""
+        self._tool_names = ToolNames(active_pii())
+        """The tool names scanned for credentials by the part's traces so far (a trace's
+        secrets check scans only the names new to the part; one looking for other kinds of
+        personal data scans its own)."""
         self._builtin_checks = builtin_checks
         self._guard_first = guard_first
         self._pipeline_result = pipeline_result
@@ -209,6 +215,7 @@ class Scorer:
             keep_details=False,
             plan=plan,
             score_only=self.light,
+            tool_names=self._tool_names,
         )
         if plan is None:
             self._gold, self._plan = gold, getattr(checks[0], "plan", None)
