@@ -304,9 +304,11 @@ class HardRulesCheck(BaseCheck):
         location = cols.location
         n = len(tools)
         state = self.flow
-        # read from the start of the trace, a rule whose source came already needs no source
-        # (every sink call is a violation), and one without needs no sink before its source
-        tainted = [state.origin and src is not None for src in state.sources]
+        # a rule whose source came already needs no source (every sink call is a violation:
+        # from the start of the trace, or in a later part, after the part's first source,
+        # which is the one its violations name until the merge), and one read from the start
+        # without a source needs no sink before its source
+        tainted = [src is not None for src in state.sources]
         creds: dict[int, str] = {}
         if any(f.credentials and not t for f, t in zip(self._flows, tainted, strict=True)):
             creds = _credential_results(cols)
@@ -456,20 +458,36 @@ class RulesState(State):
     verdicts: dict[str, tuple[bool, str]] = field(default_factory=dict)
     engine: HardRulesCheck | None = field(default=None, compare=False, repr=False)
     check: str = field(default="rules", kw_only=True)
+    last_merge: tuple[RulesState, RulesState, list[Violation]] | None = field(
+        default=None, init=False, compare=False, repr=False
+    )
+    """The last merge made: ``(later, merged, violations found)``. The pipeline asks a state
+    for :meth:`findings_between` a later one and then for :meth:`merge` with it, and both
+    are that one merge (with a part's thousands of violations: made once, not twice). Not
+    copied by ``dataclasses.replace`` (a relocated state merges anew)."""
 
     def __getstate__(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "engine"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _LOCAL}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "engine", None)
+        for name in _LOCAL:
+            object.__setattr__(self, name, None)
 
     def relocated(self, lines: int) -> RulesState:
         assert self.seq is not None and self.flow is not None
         return replace(self, seq=self.seq.relocated(lines), flow=self.flow.relocated(lines))
 
     def _merged(self, later: RulesState) -> tuple[RulesState, list[Violation]]:
+        last = self.last_merge
+        if last is not None and last[0] is later:
+            return last[1], list(last[2])
+        merged, found = self._merge_anew(later)
+        object.__setattr__(self, "last_merge", (later, merged, list(found)))
+        return merged, found
+
+    def _merge_anew(self, later: RulesState) -> tuple[RulesState, list[Violation]]:
         engine = self.engine or later.engine
         assert engine is not None and self.seq is not None and self.flow is not None
         assert later.seq is not None and later.flow is not None
@@ -497,7 +515,8 @@ class RulesState(State):
         """The violations kept, in call order (those at the end of the trace last): the
         first :data:`~toolscore.capped.MAX_RECORDS` of the calls', and those at the end."""
         assert self.seq is not None and self.flow is not None
-        both = sorted((*self.seq.violations, *self.flow.violations), key=_order_key)
+        seq, flow = self.seq.settled(), self.flow.settled()
+        both = sorted((*seq.violations, *flow.violations), key=_order_key)
         if self.seq.origin:
             del both[MAX_RECORDS:]
         return [*both, *self.end]
@@ -539,6 +558,10 @@ class RulesState(State):
                 for mode, (passed, why) in self.verdicts.items()
             }
         return {"rule_metrics": out}
+
+
+_LOCAL = ("engine", "last_merge")
+"""The fields a state does not take to another process."""
 
 
 class _Groups:

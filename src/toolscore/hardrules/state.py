@@ -67,13 +67,20 @@ class Violation:
     where: Location | None = field(default=None, compare=False)
     """Where the call was read (for the finding; not part of what the state says)."""
 
-    def moved(self, calls: int) -> Violation:
-        if self.index is None or not calls:
+    def moved(self, calls: int, lines: int = 0, source: Source | None = None) -> Violation:
+        """The same violation ``calls`` calls and ``lines`` lines further on, made once;
+        ``source``: the data-flow source it names instead of its own (already moved)."""
+        index = self.index
+        if index is None or not (calls or lines or source):
             return self
-        source = self.source
-        if source is not None:
-            source = (source[0] + calls, source[1], source[2])
-        return self.but(index=self.index + calls, source=source)
+        if source is None:
+            source = self.source
+            if source is not None and calls:
+                source = (source[0] + calls, source[1], source[2])
+        where = _moved_line(self.where, lines) if lines else self.where
+        return Violation(
+            self.rule, self.kind, index + calls, self.tool, self.detail, self.path, source, where
+        )
 
     def but(self, **changes: Any) -> Violation:
         """The same violation with ``changes`` (``dataclasses.replace``, five times faster)."""
@@ -139,6 +146,10 @@ class SeqState:
     location; ``-2``: in :attr:`places`)."""
     source: str | None = field(default=None, compare=False)
     """The source the lines of :attr:`head_lines` are in."""
+    moved_lines: int = field(default=0, compare=False)
+    """How many lines further on than recorded the calls kept are (:attr:`places`,
+    :attr:`head_lines` and the violations' ``where``): :meth:`relocated` adds to it instead
+    of rewriting every location, and a merge applies it as it takes the state in."""
 
     @property
     def violation_count(self) -> int:
@@ -149,13 +160,17 @@ class SeqState:
         """The same state with its calls' lines ``lines`` further on (a part read alone)."""
         if not lines:
             return self
+        return replace(self, moved_lines=self.moved_lines + lines)
+
+    def settled(self) -> SeqState:
+        """The same state with :attr:`moved_lines` applied to every location it keeps."""
+        lines = self.moved_lines
+        if not lines:
+            return self
         places = tuple((i, _moved_line(loc, lines)) for i, loc in self.places)
         violations = _relocated_violations(self.violations, lines)
-        moved = tuple(
-            array("q", [line + lines if line >= 0 else line for line in head])
-            for head in self.head_lines
-        )
-        return replace(self, places=places, violations=violations, head_lines=moved)
+        moved = tuple(_lines_moved(head, lines) for head in self.head_lines)
+        return replace(self, places=places, violations=violations, head_lines=moved, moved_lines=0)
 
     def merge_found(
         self, later: SeqState, maxes: tuple[int | None, ...], budgets: tuple[bool, ...],
@@ -183,6 +198,7 @@ class SeqRun:
     )  # fmt: skip
 
     def __init__(self, state: SeqState) -> None:
+        state = state.settled()
         self.origin = state.origin
         self.calls = state.calls
         self.counts = list(state.counts)
@@ -218,7 +234,8 @@ class SeqRun:
         shift = self.calls
         origin = self.origin
         found: list[Violation] = []
-        at_later = {i + shift: loc for i, loc in later.places} if later.places else {}
+        lines = later.moved_lines
+        at_later = _places(later.places, shift, lines)
         counts = self.counts
         for r, theirs in enumerate(later.counts):
             if not theirs:
@@ -240,7 +257,7 @@ class SeqRun:
             if take <= 0:
                 continue
             added = later.heads[r][:take]
-            at_lines = _lines(later, r)[:take]
+            at_lines = _lines_moved(_lines(later, r)[:take], lines)
             if self.source is None:
                 self.source = later.source
             if later.source != self.source:  # another source: each location in places
@@ -272,7 +289,7 @@ class SeqRun:
             else:
                 self.places[index] = at_later.get(index)
         if later.violations:
-            found.extend(v.moved(shift) for v in later.violations)
+            found.extend(v.moved(shift, lines) for v in later.violations)
         if found:
             found.sort(key=_by_index)
             self.omitted += _keep(self.violations, found, origin)
@@ -308,6 +325,22 @@ def _copy(values: array[int]) -> array[int]:
     return array("q", values)
 
 
+def _lines_moved(head: array[int], lines: int) -> array[int]:
+    """Head lines ``lines`` further on (those that are not lines stay)."""
+    if not lines:
+        return head
+    return array("q", [line + lines if line >= 0 else line for line in head])
+
+
+def _places(places: Places, calls: int, lines: int) -> dict[int, Location | None]:
+    """``places`` as a dict, ``calls`` calls and ``lines`` lines further on."""
+    if not places:
+        return {}
+    if not lines:
+        return {i + calls: loc for i, loc in places}
+    return {i + calls: _moved_line(loc, lines) for i, loc in places}
+
+
 def _lines(state: SeqState, r: int) -> array[int]:
     if state.head_lines:
         return array("q", state.head_lines[r])
@@ -324,7 +357,7 @@ def _head_place(
     if line == IN_PLACES:
         return at_later.get(state.heads[r][k] + shift)
     assert state.source is not None
-    return Location(state.source, line)
+    return Location(state.source, line + state.moved_lines)
 
 
 def head_lines(
@@ -383,6 +416,8 @@ class FlowState:
     places: Places = field(default=(), compare=False)
     omitted: int = 0
     """Violations found past the ones kept (counted, not kept)."""
+    moved_lines: int = field(default=0, compare=False)
+    """As :attr:`SeqState.moved_lines`."""
 
     @property
     def violation_count(self) -> int:
@@ -393,9 +428,16 @@ class FlowState:
         """The same state with its calls' lines ``lines`` further on (a part read alone)."""
         if not lines:
             return self
+        return replace(self, moved_lines=self.moved_lines + lines)
+
+    def settled(self) -> FlowState:
+        """The same state with :attr:`moved_lines` applied to every location it keeps."""
+        lines = self.moved_lines
+        if not lines:
+            return self
         places = tuple((i, _moved_line(loc, lines)) for i, loc in self.places)
         violations = _relocated_violations(self.violations, lines)
-        return replace(self, places=places, violations=violations)
+        return replace(self, places=places, violations=violations, moved_lines=0)
 
     def merge_found(
         self, later: FlowState, rules: tuple[str, ...]
@@ -413,6 +455,7 @@ class FlowRun:
     __slots__ = ("calls", "omitted", "origin", "pending", "places", "sources", "violations")
 
     def __init__(self, state: FlowState) -> None:
+        state = state.settled()
         self.origin = state.origin
         self.calls = state.calls
         self.sources = list(state.sources)
@@ -436,7 +479,8 @@ class FlowRun:
         order (see :meth:`FlowState.merge_found`)."""
         shift = self.calls
         found: list[Violation] = []
-        at_later = {i + shift: loc for i, loc in later.places} if later.places else {}
+        lines = later.moved_lines
+        at_later = _places(later.places, shift, lines)
         earlier: dict[str, Source] = {}
         for r, source in enumerate(self.sources):
             waiting = later.pending[r]
@@ -455,11 +499,8 @@ class FlowRun:
                 for index, tool in waiting[: max(PENDING_SINKS - len(mine), 0)]:
                     mine.append((index + shift, tool))
                     self.places[index + shift] = at_later.get(index + shift)
-        for v in later.violations:
-            placed = v.moved(shift)
-            if v.rule in earlier:  # the source that counts is the first of the whole
-                placed = placed.but(source=earlier[v.rule])
-            found.append(placed)
+        # the source that counts is the first of the whole
+        found.extend(v.moved(shift, lines, earlier.get(v.rule)) for v in later.violations)
         if found:
             found.sort(key=_by_index)
             self.omitted += _keep(self.violations, found, self.origin)
