@@ -14,7 +14,6 @@ from the completed ones (``batch.done_columns()``), since a source is known by i
 
 from __future__ import annotations
 
-from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -24,6 +23,7 @@ from typing import Any
 from ..calls import Batch, Finding, Location, ToolCall
 from ..capped import MAX_RECORDS
 from ..hardrules.matching import MatchState, call_modes, column_match, verdicts
+from ..hardrules.runs import Runs
 from ..hardrules.spec import RuleSet
 from ..hardrules.state import (
     PENDING_SINKS,
@@ -137,7 +137,7 @@ class HardRulesCheck(BaseCheck):
         n_counts, n_orders = len(self.rules.counts), len(self.rules.order)
         match = MatchState(len(self.gold)) if self._modes else None
         seq = SeqState(
-            not part, 0, (0,) * n_counts, tuple(array("q") for _ in range(n_counts)),
+            not part, 0, (0,) * n_counts, tuple(Runs() for _ in range(n_counts)),
             (False,) * n_orders,
             (None,) * n_orders, (), match,
         )  # fmt: skip
@@ -224,7 +224,7 @@ class HardRulesCheck(BaseCheck):
             firsts.append(ahead[0] if ahead else None)
         location = cols.location
         source: str | None = None
-        lines: list[array[int]] = []
+        lines: list[Runs] = []
         odd: list[tuple[int, Location | None]] = []
         for head in heads:
             at, source, elsewhere = head_lines(head, location, source)
@@ -251,7 +251,7 @@ class HardRulesCheck(BaseCheck):
             match = MatchState.of(len(self.gold), self._masks(cols, groups), tools)
         placed = tuple(violations)
         return SeqState(
-            False, n, tuple(counts), tuple(array("q", head) for head in heads), tuple(seen),
+            False, n, tuple(counts), tuple(map(Runs.of, heads)), tuple(seen),
             tuple(firsts), placed, match, places, 0, tuple(lines), source,
         )  # fmt: skip
 

@@ -29,6 +29,7 @@ from typing import Any
 from ..calls import Location
 from ..capped import MAX_RECORDS
 from .matching import MatchState
+from .runs import Runs
 
 __all__ = [
     "IN_PLACES",
@@ -123,12 +124,13 @@ class SeqState:
     calls: int
     counts: tuple[int, ...]
     """Per count rule: the calls to its tool (every call for a step budget)."""
-    heads: tuple[array[int], ...]
+    heads: tuple[Runs, ...]
     """Per count rule with a ``max``: the indices of calls to its tool (of every call, for a
     budget), the k-th at position k. A stretch that is not the origin keeps its first ``max
     + 1``; a batch read into an origin state keeps the first calls up to the one that goes
-    past ``max`` (none when it does not). Arrays: a budget of 100,000,000 calls kept every
-    call of a part, and tuples with a location each took 250 bytes a call."""
+    past ``max`` (none when it does not). Runs of consecutive indices
+    (:class:`~toolscore.hardrules.runs.Runs`): a budget of 100,000,000 calls keeps every
+    call of a part, and tuples with a location each took 250 bytes a call, arrays 16."""
     seen: tuple[bool, ...]
     """Per order rule: ``before`` was called."""
     first_after: tuple[int | None, ...]
@@ -141,7 +143,7 @@ class SeqState:
     places: Places = field(default=(), compare=False)
     omitted: int = 0
     """Violations found past the ones kept (counted, not kept)."""
-    head_lines: tuple[array[int], ...] = field(default=(), compare=False)
+    head_lines: tuple[Runs, ...] = field(default=(), compare=False)
     """Per count rule, where each head call was read: its line in :attr:`source` (``-1``: no
     location; ``-2``: in :attr:`places`)."""
     source: str | None = field(default=None, compare=False)
@@ -169,7 +171,7 @@ class SeqState:
             return self
         places = tuple((i, _moved_line(loc, lines)) for i, loc in self.places)
         violations = _relocated_violations(self.violations, lines)
-        moved = tuple(_lines_moved(head, lines) for head in self.head_lines)
+        moved = tuple(head.shifted(lines, markers=False) for head in self.head_lines)
         return replace(self, places=places, violations=violations, head_lines=moved, moved_lines=0)
 
     def merge_found(
@@ -202,7 +204,7 @@ class SeqRun:
         self.origin = state.origin
         self.calls = state.calls
         self.counts = list(state.counts)
-        self.heads = [array("q", head) for head in state.heads]
+        self.heads = [head.copy() for head in state.heads]
         self.head_lines = [_lines(state, r) for r in range(len(state.heads))]
         self.source = state.source
         self.seen = list(state.seen)
@@ -218,10 +220,10 @@ class SeqRun:
 
     def frozen(self) -> SeqState:
         return SeqState(
-            self.origin, self.calls, tuple(self.counts), tuple(map(_copy, self.heads)),
+            self.origin, self.calls, tuple(self.counts), tuple(map(Runs.copy, self.heads)),
             tuple(self.seen), tuple(self.firsts),
             tuple(self.violations), self.match, tuple(sorted(self.places.items())),
-            self.omitted, tuple(map(_copy, self.head_lines)), self.source,
+            self.omitted, tuple(map(Runs.copy, self.head_lines)), self.source,
         )  # fmt: skip
 
     def absorb(
@@ -256,19 +258,21 @@ class SeqRun:
             take = high + 1 - mine
             if take <= 0:
                 continue
-            added = later.heads[r][:take]
-            at_lines = _lines_moved(_lines(later, r)[:take], lines)
+            added = later.heads[r].head(take)
+            at_lines = _lines(later, r).head(take)
+            if lines:
+                at_lines = at_lines.shifted(lines, markers=False)
             if self.source is None:
                 self.source = later.source
             if later.source != self.source:  # another source: each location in places
-                at_lines = array("q", [IN_PLACES]) * len(added)
+                at_lines = Runs([IN_PLACES] * len(added))
                 for j in range(len(added)):
                     self.places[added[j] + shift] = _head_place(later, r, j, at_later, shift)
             elif IN_PLACES in at_lines:
                 for j in range(len(added)):
                     if at_lines[j] == IN_PLACES:
                         self.places[added[j] + shift] = at_later.get(added[j] + shift)
-            self.heads[r].extend(array("q", [i + shift for i in added]))
+            self.heads[r].extend(added.shifted(shift))
             self.head_lines[r].extend(at_lines)
         seen, firsts = self.seen, self.firsts
         for r, first in enumerate(firsts):
@@ -321,17 +325,6 @@ IN_PLACES = -2
 _NO_LOCATION = -1
 
 
-def _copy(values: array[int]) -> array[int]:
-    return array("q", values)
-
-
-def _lines_moved(head: array[int], lines: int) -> array[int]:
-    """Head lines ``lines`` further on (those that are not lines stay)."""
-    if not lines:
-        return head
-    return array("q", [line + lines if line >= 0 else line for line in head])
-
-
 def _places(places: Places, calls: int, lines: int) -> dict[int, Location | None]:
     """``places`` as a dict, ``calls`` calls and ``lines`` lines further on."""
     if not places:
@@ -341,10 +334,10 @@ def _places(places: Places, calls: int, lines: int) -> dict[int, Location | None
     return {i + calls: _moved_line(loc, lines) for i, loc in places}
 
 
-def _lines(state: SeqState, r: int) -> array[int]:
+def _lines(state: SeqState, r: int) -> Runs:
     if state.head_lines:
-        return array("q", state.head_lines[r])
-    return array("q", [IN_PLACES]) * len(state.heads[r])
+        return state.head_lines[r].copy()
+    return Runs([IN_PLACES] * len(state.heads[r]))
 
 
 def _head_place(
@@ -362,7 +355,7 @@ def _head_place(
 
 def head_lines(
     positions: Sequence[int], location: Callable[[int], Location | None], source: str | None
-) -> tuple[array[int], str | None, list[tuple[int, Location | None]]]:
+) -> tuple[Runs, str | None, list[tuple[int, Location | None]]]:
     """The head lines of the calls at ``positions`` (see :attr:`SeqState.head_lines`), the
     source they are in (``source``, or the first located call's), and the places of the
     calls whose location is not a line of that source."""
@@ -380,7 +373,7 @@ def head_lines(
         else:
             lines.append(IN_PLACES)
             odd.append((i, loc))
-    return lines, source, odd
+    return Runs.of(lines), source, odd
 
 
 def _by_index(v: Violation) -> tuple[int, str]:
