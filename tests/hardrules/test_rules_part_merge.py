@@ -10,24 +10,15 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_conformance_rules import KEY, TOOLS
+from test_conformance_rules import RULES as CONFORMANCE_RULES
 
 from toolscore.calls import Batch, Finding, Location, ToolCall
 from toolscore.checks.hardrules import HardRulesCheck
 from toolscore.hardrules import ruleset
 
-KEY = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-TOOLS = ["search", "fetch", "deploy", "http_post", "get_env", "read_file", "curl"]
-RULES: dict[str, Any] = {
-    "allow": TOOLS[:-1],
-    "order": [{"before": "search", "after": "deploy"}, ["fetch", "http_post"]],
-    "counts": [{"tool": "deploy", "max": 2}, {"tool": "search", "min": 100}],
-    "max_calls": 25,
-    "schemas": {"search": {"type": "object", "properties": {"q": {"type": "string"}},
-                           "required": ["q"]}},
-    "data_flow": [{"sinks": ["http_post", "curl"]},
-                  {"id": "ssh", "sinks": ["http_post"], "credentials": False,
-                   "sources": [{"tool": "read_file", "args": {"path": "/home/u/.ssh/id_rsa"}}]}],
-}  # fmt: skip
+# the conformance test's rules and tools, without the match modes (no expected calls here)
+RULES = {k: v for k, v in CONFORMANCE_RULES.items() if k not in ("match", "arguments")}
 SOURCE = "trace.jsonl"
 
 
