@@ -54,6 +54,7 @@ def run_action(
         INPUT_GOLD_DIR="",
         INPUT_PASS_SCORE="",
         INPUT_MIN_PASS_RATE="",
+        INPUT_WORKERS="",
         INPUT_BASELINE="",
         INPUT_BASELINE_TOLERANCE="0",
         INPUT_SAVE_BASELINE="",
@@ -395,6 +396,14 @@ def test_gold_dir_matches_by_base_name_only_in_the_action(tmp_path: Path) -> Non
     assert code == 0, summary
     assert outputs["traces"] == "3"
     assert "without gold" not in summary and "gold without a trace" not in summary
+    for workers in ("2", "1"):  # any number of processes: the same outputs
+        fresh = tmp_path / f"workers{workers}"
+        fresh.mkdir()
+        again = run_action(
+            fresh, cwd=tmp_path, traces="traces", gold_dir="gold", gold_file="", workers=workers
+        )
+        assert again[:2] == (code, outputs)
+    assert "engine inline" in again[2]  # workers 1: in the step's own process
     report = tmp_path / "report.json"
     proc = run_cli("eval", "gold", "traces", "-o", str(report), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

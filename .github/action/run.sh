@@ -46,6 +46,7 @@ if [[ -n "$traces" ]]; then
   [[ -n "${INPUT_GOLD_DIR:-}" ]] && args+=(--gold-dir "$INPUT_GOLD_DIR")
   [[ -n "${INPUT_PASS_SCORE:-}" ]] && args+=(--pass-score "$INPUT_PASS_SCORE")
   [[ -n "${INPUT_MIN_PASS_RATE:-}" ]] && args+=(--min-pass-rate "$INPUT_MIN_PASS_RATE")
+  [[ -n "${INPUT_WORKERS:-}" ]] && args+=(--workers "$INPUT_WORKERS")
   [[ -n "${GITHUB_STEP_SUMMARY:-}" ]] && args+=(--summary "$GITHUB_STEP_SUMMARY")
   [[ -n "${GITHUB_OUTPUT:-}" ]] && args+=(--outputs "$GITHUB_OUTPUT")
   "$python" -m toolscore.action "${args[@]}" "${common[@]}" "${weights[@]}" \

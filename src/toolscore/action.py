@@ -180,6 +180,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on-violations", action="store_true")
     p.add_argument("--pass-score", default="", help="A trace passes from this score or grade.")
     p.add_argument("--min-pass-rate", default="", help="Fail below this pass rate (0-1, 80%%).")
+    p.add_argument("--workers", type=int, default=None, help="Processes (default: one a core).")
     p.add_argument("--baseline", default="")
     p.add_argument("--baseline-tolerance", type=float, default=0.0)
     p.add_argument("--save-baseline", default="")
@@ -226,6 +227,7 @@ def _run(args: argparse.Namespace, work: str) -> int:
         fail_under=args.fail_under or None,
         forbidden=args.forbidden or None,
         fail_on_violations=args.fail_on_violations,
+        workers=args.workers,
         ci=CiOptions(
             save_baseline=args.save_baseline or None,
             baseline=baseline,
