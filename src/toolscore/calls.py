@@ -6,14 +6,18 @@ A source turns bytes into :class:`ToolCall` objects; the pipeline hands them to 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from string import Formatter
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 if TYPE_CHECKING:
     from .columns import Columns
     from .errors import InputError
 
 __all__ = ["Batch", "ExpectedCall", "Finding", "Location", "Severity", "ToolCall"]
+
+_FORMATTER = Formatter()
 
 Severity = Literal["error", "warning", "info"]
 FindingValues = tuple[
@@ -185,6 +189,11 @@ class Finding:
         template = self.template
         if template is None:
             return self.detail or ""
+        render: Callable[[Finding], str] | None = _RENDERERS.get(template, _UNSEEN)
+        if render is _UNSEEN:
+            render = _RENDERERS[template] = _renderer(template)
+        if render is not None:
+            return render(self)
         index = self.call_index
         loc = self.location
         return template.format(
@@ -305,6 +314,54 @@ class Finding:
         "path", "detail", "template",
     )
 )  # fmt: skip
+
+
+_FIELDS = {
+    "call": "(None if f.call_index is None else f.call_index + 1)",
+    "previous": "f.call_index",
+    "tool": "f.tool",
+    "kind": "f.kind",
+    "rule": "(None if f.rule is None else f.rule + 1)",
+    "path": "f.path",
+    "preview": "f.preview",
+    "detail": "f.detail",
+    "location": "f.location",
+    "source": "(None if f.location is None else f.location.source)",
+    "line": "(None if f.location is None else f.location.line)",
+}
+"""The expression :meth:`Finding.render` reads each name of a template with (``f``: the
+finding), as :meth:`Finding.render`'s :meth:`str.format` call gives it."""
+_RENDERERS: dict[str, Callable[[Finding], str] | None] = {}
+"""Each template seen, as a function (None: one :meth:`str.format` renders: with a format
+spec, a conversion or an unknown name)."""
+_UNSEEN: Any = object()
+
+
+def _renderer(template: str) -> Callable[[Finding], str] | None:
+    """``template`` as one f-string over the fields it names, made once (four times quicker
+    than :meth:`str.format` with every field; a check makes one finding per failed call).
+    The template's texts are the function's constants, never part of its source."""
+    if len(_RENDERERS) > 1024:  # user checks' templates: bounded
+        _RENDERERS.clear()
+    try:
+        parsed = list(_FORMATTER.parse(template))
+    except ValueError:
+        return None
+    texts: dict[str, str] = {}
+    body: list[str] = []
+    for text, name, spec, conversion in parsed:
+        if text:
+            texts[f"_t{len(texts)}"] = text
+            body.append(f"{{_t{len(texts) - 1}}}")
+        if name is None:
+            continue
+        if spec or conversion or name not in _FIELDS:
+            return None
+        body.append(f"{{{_FIELDS[name]}}}")
+    defaults = "".join(f", {n}={n}" for n in texts)
+    namespace: dict[str, Any] = dict(texts)
+    exec(f"def render(f{defaults}):\n    return f'{''.join(body)}'\n", namespace)
+    return cast("Callable[[Finding], str]", namespace["render"])
 
 
 class Batch:
