@@ -18,7 +18,7 @@ from .approx import ApproxRecorder
 from .gold_order import neg_weight
 from .pairing import NO_ARGS, Candidate, arg_count, call_weights
 from .sequence import IdLog, distance_tracker
-from .state import ExpectedPlan, ExpectedState, Stats, step_detail
+from .state import SUM_CHUNK, ExpectedPlan, ExpectedState, StatsAdder, step_detail
 
 __all__ = ["ExpectedCheck", "expected_check"]
 
@@ -80,9 +80,10 @@ class ExpectedCheck(BaseCheck):
             for tool, index in self.plan.approx.items()
         }
         """The approximately paired tools' logs and candidate lists (:mod:`.approx`)."""
-        self._durations = Stats()
-        self._costs = Stats()
-        self._cost_by_tool: dict[str, Any] = {}
+        self._durations = StatsAdder()
+        self._costs = StatsAdder()
+        self._cost_by_tool: dict[str, StatsAdder] = {}
+        """Each tool's costs, in the order of the first (their sums, :meth:`_tool_costs`)."""
         self._part: IdLog | None = None
         self._head: list[tuple[str, Any]] = []
         self._trajectory = trajectory
@@ -207,10 +208,10 @@ class ExpectedCheck(BaseCheck):
                     needed[tool] = max(0, left - ok[tool])
         durations = cols.durations()
         if durations:
-            self._durations = self._durations.merge(Stats.of(durations))
+            self._durations.add(durations)
         costs = cols.costs()
         if costs:
-            self._costs = self._costs.merge(Stats.of([cost for _, cost in costs]))
+            self._costs.add([cost for _, cost in costs])
             by_tool: dict[str, list[float]] = {}
             for tool, cost in costs:
                 found = by_tool.get(tool)
@@ -220,9 +221,17 @@ class ExpectedCheck(BaseCheck):
                     found.append(cost)
             totals = self._cost_by_tool
             for tool, values in by_tool.items():
-                total = Stats.of(values).total
                 mine = totals.get(tool)
-                totals[tool] = total if mine is None else mine + total
+                if mine is None:
+                    mine = totals[tool] = StatsAdder()
+                mine.add(values)
+            if len(totals) > 64 and sum(t.pending for t in totals.values()) > SUM_CHUNK:
+                for adder in totals.values():  # many tools: their pending costs, bounded
+                    adder.total()
+
+    def _tool_costs(self) -> dict[str, Any]:
+        """Each tool's exact cost sum."""
+        return {tool: adder.total() for tool, adder in self._cost_by_tool.items()}
 
     # -- the state ----------------------------------------------------------------------------
 
@@ -236,9 +245,9 @@ class ExpectedCheck(BaseCheck):
             "candidates": tuple(map(tuple, self._cands)),
             "approx": {tool: rec.log() for tool, rec in self._approx.items()},
             "needed": dict(self._still_needed),
-            "durations": self._durations,
-            "costs": self._costs,
-            "cost_by_tool": dict(self._cost_by_tool),
+            "durations": self._durations.stats(),
+            "costs": self._costs.stats(),
+            "cost_by_tool": self._tool_costs(),
         }
         if part is None:
             return ExpectedState(

@@ -117,6 +117,59 @@ class Stats:
         )
 
 
+SUM_CHUNK = 8192
+"""Values an adder holds before it adds them to its exact sum (64 KiB of references)."""
+
+
+class StatsAdder:
+    """:class:`Stats` of values given a batch at a time, as merging each batch's
+    :meth:`Stats.of` in gives them; the exact sum is taken :data:`SUM_CHUNK` values at a
+    time instead of a batch at a time (the same sum: it is exact), so that its fixed cost
+    is not paid per batch, nor per tool of a batch."""
+
+    __slots__ = ("_pending", "_total", "count", "max", "min")
+
+    def __init__(self) -> None:
+        self._pending: list[float] = []
+        self._total = ExactSum()
+        self.count = 0
+        self.max = 0.0
+        self.min = 0.0
+
+    def add(self, values: list[float]) -> None:
+        """Add a batch's values (at least one)."""
+        top, bottom = max(values), min(values)
+        if self.count:  # as Stats.merge does
+            top, bottom = max(self.max, top), min(self.min, bottom)
+        self.max, self.min = top, bottom
+        self.count += len(values)
+        pending = self._pending
+        pending += values
+        if len(pending) >= SUM_CHUNK:
+            self._fold()
+
+    def _fold(self) -> None:
+        if self._pending:
+            self._total = self._total + ExactSum.of(self._pending)
+            self._pending = []
+
+    @property
+    def pending(self) -> int:
+        """Values not yet in the sum."""
+        return len(self._pending)
+
+    def total(self) -> ExactSum:
+        """The exact sum of every value added."""
+        self._fold()
+        return self._total
+
+    def stats(self) -> Stats:
+        """The values' :class:`Stats`."""
+        if not self.count:
+            return Stats()
+        return Stats(self.total(), self.count, self.max, self.min)
+
+
 def step_detail(gold: ToolCall | None, tool: str, args: Any, pos: int) -> dict[str, Any]:
     """The trajectory step of the call at position ``pos`` (``gold``: the gold call at that
     position, None past the gold's end)."""
