@@ -84,6 +84,8 @@ class ExpectedCheck(BaseCheck):
         self._costs = StatsAdder()
         self._cost_by_tool: dict[str, StatsAdder] = {}
         """Each tool's costs, in the order of the first (their sums, :meth:`_tool_costs`)."""
+        self._tool_pending = 0
+        """Costs given to :attr:`_cost_by_tool` since its adders last took them in."""
         self._part: IdLog | None = None
         self._head: list[tuple[str, Any]] = []
         self._trajectory = trajectory
@@ -225,9 +227,11 @@ class ExpectedCheck(BaseCheck):
                 if mine is None:
                     mine = totals[tool] = StatsAdder()
                 mine.add(values)
-            if len(totals) > 64 and sum(t.pending for t in totals.values()) > SUM_CHUNK:
-                for adder in totals.values():  # many tools: their pending costs, bounded
+            self._tool_pending += len(costs)
+            if self._tool_pending > SUM_CHUNK:  # the tools' pending costs, bounded in all
+                for adder in totals.values():
                     adder.total()
+                self._tool_pending = 0
 
     def _tool_costs(self) -> dict[str, Any]:
         """Each tool's exact cost sum."""

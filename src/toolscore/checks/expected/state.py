@@ -117,8 +117,9 @@ class Stats:
         )
 
 
-SUM_CHUNK = 8192
-"""Values an adder holds before it adds them to its exact sum (64 KiB of references)."""
+SUM_CHUNK = 1024
+"""Values an adder holds before it adds them to its exact sum (references to 1,024 floats,
+some 32 KB with the floats kept alive)."""
 
 
 class StatsAdder:
@@ -152,11 +153,6 @@ class StatsAdder:
         if self._pending:
             self._total = self._total + ExactSum.of(self._pending)
             self._pending = []
-
-    @property
-    def pending(self) -> int:
-        """Values not yet in the sum."""
-        return len(self._pending)
 
     def total(self) -> ExactSum:
         """The exact sum of every value added."""
