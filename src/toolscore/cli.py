@@ -26,6 +26,7 @@ import typer.main
 
 from ._cliutil import error_line, failure_status, os_error_text, parse_run_options, parse_weights
 from ._exitcodes import EXIT_ERROR, Outcome, exit_code
+from ._params import defer_coercion
 from .dataset import cli as dataset_cli
 from .limits import DEFAULT_MAX_VALUE_BYTES, ensure_recursion_limit, set_max_value_bytes
 from .redact import use_pii
@@ -643,7 +644,9 @@ def _command() -> Any:
     global _COMMAND
     if _COMMAND is None:
         _register_extra_commands()
-        _COMMAND = typer.main.get_command(app)
+        command = typer.main.get_command(app)
+        defer_coercion(command)  # pydantic only for a value that needs it
+        _COMMAND = command
     return _COMMAND
 
 
