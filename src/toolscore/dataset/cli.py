@@ -152,8 +152,7 @@ class DatasetRun:
 
 def wants_dataset(gold: str, trace: str, options: DatasetOptions) -> bool:
     """Whether ``toolscore eval GOLD TRACES`` reads a dataset (see the module's doc)."""
-    from .gold import gold_is_dataset
-    from .inputs import is_url
+    from .shape import gold_is_dataset, is_url
 
     if options.any_given():
         return True

@@ -26,7 +26,8 @@ import orjson
 
 from ..calls import ToolCall
 from ..errors import GoldFileError
-from .inputs import ID_KEYS, first_line, is_url, list_inputs, open_input
+from .inputs import is_url, list_inputs, open_input
+from .shape import keyed_gold_key
 
 if TYPE_CHECKING:
     import sqlite3
@@ -61,33 +62,6 @@ class GoldSpec:
     """``dir``: a single-trace file also matches the gold named after its base name."""
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Identifies this gold in a worker's cache."""
-
-
-def _is_keyed_jsonl(head: bytes) -> str | None:
-    line = first_line(head)
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict) or (len(line) >= len(head.strip()) and head.count(b"\n") < 1):
-        return None
-    if not ("expected" in obj or "calls" in obj):
-        return None
-    return next((k for k in ID_KEYS if k in obj), None)
-
-
-def gold_is_dataset(gold: str, storage_options: Mapping[str, Any] | None = None) -> bool:
-    """Whether ``gold`` is a directory or a keyed JSON Lines file (a dataset's gold)."""
-    if is_url(gold):
-        return True
-    if os.path.isdir(gold):
-        return True
-    try:
-        with open(gold, "rb") as f:
-            head = f.read(1 << 16)
-    except OSError:
-        return False
-    return _is_keyed_jsonl(head) is not None
 
 
 def build_gold(
@@ -132,7 +106,7 @@ def build_gold(
         raise GoldFileError(gold, "Gold standard file not found") from None
     except OSError as exc:
         raise GoldFileError(gold, f"cannot read the gold file: {exc}") from None
-    found = _is_keyed_jsonl(head)
+    found = keyed_gold_key(head)
     if found is None:
         if is_url(gold):
             local = os.path.join(workdir, "gold.json")
@@ -153,7 +127,7 @@ def _url_is_dir(url: str, options: dict[str, Any]) -> bool:
 
 
 def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
-    import sqlite3  # here: every toolscore eval asks gold_is_dataset (about 1 MB of RSS)
+    import sqlite3  # here, for a keyed gold only (about 1 MB of RSS)
 
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA journal_mode=OFF")

@@ -33,6 +33,9 @@ from typing import IO, Any
 import msgspec
 import orjson
 
+from .shape import ID_KEYS, is_url
+from .shape import first_line as first_line
+
 __all__ = [
     "GROUP_BUDGET",
     "ID_KEYS",
@@ -47,19 +50,6 @@ __all__ = [
     "trace_name",
 ]
 
-ID_KEYS: tuple[str, ...] = (
-    "trace_id",
-    "traceId",
-    "session_id",
-    "sessionId",
-    "conversation_id",
-    "conversationId",
-    "thread_id",
-    "threadId",
-    "episode_id",
-    "run_id",
-)
-"""Keys looked for, in this order, on a multi-trace file's first line."""
 PART_BYTES = 4 * 1024 * 1024
 """Target size of a byte-range part of a multi-trace file (from 8 MiB on, a file is cut).
 Fixed, not a share of the dataset: a part's records are what the driver holds per part in
@@ -72,11 +62,6 @@ GROUP_BUDGET = 64 * 1024 * 1024
 SNIFF_BYTES = 1 << 20
 COMPRESSED = (".gz", ".zst", ".zstd")
 _EXTENSIONS = (".jsonl", ".ndjson", ".json", ".gz", ".zst", ".zstd", ".txt")
-
-
-def is_url(path: str) -> bool:
-    """Whether ``path`` names an fsspec URL (``scheme://...``)."""
-    return "://" in path
 
 
 def open_fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
@@ -235,13 +220,6 @@ def detect_key(first_line: bytes, key: str | None) -> str | None:
     if "resourceSpans" in obj:
         return None
     return next((name for name in ID_KEYS if name in obj and obj[name] is not None), None)
-
-
-def first_line(head: bytes) -> bytes:
-    for line in head.split(b"\n"):
-        if line.strip():
-            return line
-    return b""
 
 
 def is_otlp(head: bytes) -> bool:
