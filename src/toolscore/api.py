@@ -7,6 +7,7 @@ they differ only in where calls come from and whether the driver awaits.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
@@ -18,6 +19,7 @@ from collections.abc import (
 )
 from typing import IO, TYPE_CHECKING, Any, Union
 
+from . import limits
 from ._args import (
     check_format,
     check_gold,
@@ -401,8 +403,8 @@ def _plan_parts(
     on_calls: CallSink | None,
     keep_calls: bool,
 ) -> parallel.Plan | None:
-    if workers == 1:
-        return None
+    if workers == 1 or not _may_split(trace, workers):
+        return None  # a small trace: the parallel reader is not even imported
     from . import parallel
     from .sources.detect import check_format
 
@@ -410,6 +412,24 @@ def _plan_parts(
         return None
     check_format(format)
     return parallel.plan(trace, format, workers)
+
+
+def _may_split(trace: Any, workers: int | None) -> bool:
+    """False when :func:`toolscore.parallel.plan` surely reads ``trace`` in one part: one
+    worker, not a path, stdin, or a regular file of less than two parts' bytes."""
+    if workers is not None and workers <= 1:
+        return False
+    if not isinstance(trace, (str, os.PathLike)):
+        return False
+    path = os.fspath(trace)
+    if not isinstance(path, str) or path == "-":
+        return False
+    loaded = sys.modules.get(f"{__package__}.parallel")  # its value, as a caller may set it
+    least = getattr(loaded, "PARALLEL_MIN_BYTES", limits.PARALLEL_MIN_BYTES)
+    try:
+        return os.path.getsize(path) >= 2 * least
+    except (OSError, ValueError):
+        return False
 
 
 def _no_judge(judge: bool) -> None:

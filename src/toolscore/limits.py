@@ -49,6 +49,7 @@ __all__ = [
     "EXACT_PAIRING_MAX_GOLD",
     "MARGIN",
     "MAX_DEPTH",
+    "PARALLEL_MIN_BYTES",
     "RECURSION_LIMIT",
     "bounded_depth",
     "decode_limit_exact",
@@ -68,6 +69,10 @@ below the limit and a refused text is measured exactly (``sources._depth.decode_
 
 DEFAULT_MAX_VALUE_BYTES = 64 << 20
 """The default of :func:`max_value_bytes`: 64 MiB."""
+
+PARALLEL_MIN_BYTES = 16 << 20
+"""The smallest part of a trace worth a process of its own (:mod:`toolscore.parallel`, which
+reads it as its own ``PARALLEL_MIN_BYTES``)."""
 
 EXACT_PAIRING_MAX_GOLD = 2000
 """The most gold calls of one tool for which the argument pairing is exact (Toolscore's

@@ -51,6 +51,7 @@ from ._interrupt import Interrupted
 from .calls import Batch, Finding, FindingValues, Location
 from .checks._base import BaseCheck, State
 from .errors import InputError
+from .limits import PARALLEL_MIN_BYTES
 from .pipeline import Pipeline, emit_sync, feed_sync, finding_order
 
 __all__ = [
@@ -63,8 +64,6 @@ __all__ = [
     "run",
 ]
 
-PARALLEL_MIN_BYTES = 16 << 20
-"""The smallest part worth a process of its own."""
 _CHUNK = 1 << 20
 """What the plan reads at a time to detect the format and find line starts."""
 _FORK = "fork"
