@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ..verdict import passes as score_passes
 from .ci import TraceView
 
 __all__ = ["STATUSES", "PassCriterion", "Status", "TraceRecord", "record_line"]
@@ -95,12 +96,10 @@ class PassCriterion:
 
     def passes(self, record: TraceRecord) -> bool | None:
         """The criterion applied to ``record``."""
-        from ..verdict import passes
-
         score = record.score
         if score is None:
             return None
-        ok = passes(score, self.min_score) or (
+        ok = score_passes(score, self.min_score) or (
             isinstance(self.min_score, float) and score >= self.min_score - 1e-9
         )
         if ok and self.all_calls:

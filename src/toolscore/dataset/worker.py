@@ -19,7 +19,10 @@ import msgspec
 
 from ..calls import Batch, ToolCall
 from ..columns import Columns
-from ..errors import ToolscoreError
+from ..errors import InputError, ToolscoreError
+from ..redact import redact_secrets
+from ..reports import secret_count, violation_count
+from ..verdict import letter_grade
 from .gold import GoldSpec, gold_lookup
 from .inputs import (
     Grouper,
@@ -315,8 +318,6 @@ def evaluate_one(
             )
             tools = counter.counts
     except (ToolscoreError, ValueError, OSError) as exc:
-        from ..redact import redact_secrets
-
         record.status = "error"
         record.error = redact_secrets(_where(exc, source, linenos, line))
         record.expected_calls = len(calls)
@@ -335,8 +336,6 @@ def _fill(
     linenos: list[int] | None,
 ) -> None:
     """The record's fields from an evaluation's result."""
-    from ..reports import secret_count, violation_count
-
     record.calls = result.trace_calls_count
     record.expected_calls = len(result.gold_calls)
     failed = dict(result.failed_tools)
@@ -361,8 +360,6 @@ def _fill(
     if result.input_error is not None or result.input_problems:
         problem = _input_problem(result, source, linenos)
         if problem is not None:
-            from ..redact import redact_secrets
-
             record.status = "error"
             record.error = redact_secrets(problem)
     if cfg.details:
@@ -373,8 +370,9 @@ def _fill(
         if record.status == "ok":
             record.status = "no_gold"
         return
-    record.score = float(result.score)
-    record.grade = result.grade
+    score = result.score  # computed from the metrics: once
+    record.score = float(score)
+    record.grade = letter_grade(score)
     record.selection_accuracy = float(result.selection_accuracy)
     record.argument_f1 = float(result.argument_f1)
     record.sequence_accuracy = float(result.sequence_accuracy)
@@ -390,8 +388,6 @@ def _line(rel: int | None, linenos: list[int] | None) -> int | None:
 
 
 def _where(exc: BaseException, source: str, linenos: list[int] | None, line: int | None) -> str:
-    from ..errors import InputError
-
     if isinstance(exc, InputError):
         at = _line(exc.line, linenos) if linenos is not None else exc.line
         if linenos is None and exc.line is None and exc.offset is not None:
