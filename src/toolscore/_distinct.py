@@ -173,7 +173,10 @@ class DistinctCounter:
     def snapshot(self) -> DistinctSet:
         """The values counted so far, as a value that later additions leave as it is: the
         values in memory (copied) and the run files' present lengths (files only grow)."""
-        runs = tuple(tuple((str(f), f.stat().st_size) for f in files) for files in self._runs)
+        if not self._spills:  # no run file yet (every count below the memory's)
+            runs: tuple[tuple[tuple[str, int], ...], ...] = ((),) * self.fanout
+        else:
+            runs = tuple(tuple((str(f), f.stat().st_size) for f in files) for files in self._runs)
         return DistinctSet(self.fanout, self.memory_entries, self._buf.tobytes(), runs, self)
 
     def merge(self, other: DistinctCounter) -> None:

@@ -206,6 +206,19 @@ class ToolNames:
         return out
 
 
+_NAMES: dict[frozenset[str], ToolNames] = {}
+"""The process's memory of scanned tool names, per set of personal-data kinds."""
+
+
+def _process_names(pii: frozenset[str]) -> ToolNames:
+    """The process's :class:`ToolNames` for ``pii`` (the checks of every trace share it:
+    ``evaluate()`` in a loop scans each distinct tool name once, not once per trace)."""
+    names = _NAMES.get(pii)
+    if names is None:
+        names = _NAMES[pii] = ToolNames(pii)
+    return names
+
+
 @dataclass(frozen=True)
 class SecretsState(State):
     """The credentials found, in call order (``{"index", "tool", "path", "kind", "preview"}``),
@@ -289,9 +302,11 @@ class SecretsCheck(BaseCheck):
         self._names = (
             tool_names
             if tool_names is not None and tool_names.pii == self.pii_kinds
-            else ToolNames(self.pii_kinds)
+            else _process_names(self.pii_kinds)
         )
-        """The tool names scanned so far (``tool_names`` when it looks for the same kinds)."""
+        """The tool names scanned so far (``tool_names`` when it looks for the same kinds;
+        else the process's memory for these kinds: a name's scan depends on the name and the
+        kinds only)."""
 
     def state(self) -> SecretsState:
         return SecretsState(
