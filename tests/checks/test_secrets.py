@@ -294,3 +294,28 @@ def test_planted_keys_in_a_trace_file_are_all_found_by_the_batch_path(
     found = result.metrics["security_metrics"]["secrets"]
     assert [(r["kind"], r["path"]) for r in found] == expected
     assert {r["index"] for r in found} == set(range(1, len(expected), 2))
+
+
+def test_evaluate_in_a_loop_finds_tool_names_every_time_per_kinds() -> None:
+    """Checks without a given memory share the process's, one per set of kinds: a name found
+    by one trace is found by every later one, and kinds asked for once are not found by a
+    check that did not ask for them."""
+    from toolscore import evaluate
+
+    email = "ops" + "@" + "example.com"
+    calls = [
+        {"tool": AWS, "args": {}},
+        {"tool": f"mail_{email}", "args": {}},
+        {"tool": "search", "args": {"q": GITHUB}},
+    ]
+
+    def kinds(result: Any) -> list[tuple[str, str]]:
+        return [(f.check, f.kind) for f in result.findings]
+
+    plain = [kinds(evaluate([{"tool": "search"}], calls)) for _ in range(3)]
+    assert plain[0] == plain[1] == plain[2]
+    assert plain[0] == [("secrets", "aws_access_key_id"), ("secrets", "github_token")]
+    with_pii = [kinds(evaluate([{"tool": "search"}], calls, pii=True)) for _ in range(2)]
+    assert with_pii[0] == with_pii[1]
+    assert ("pii", "email") in with_pii[0] and ("secrets", "aws_access_key_id") in with_pii[0]
+    assert kinds(evaluate([{"tool": "search"}], calls)) == plain[0]
