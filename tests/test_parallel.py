@@ -31,6 +31,14 @@ RULES = [
     {"tool": "run_shell", "args": {"command": {"$contains": "rm -rf"}}, "reason": "no"},
     {"tool": "fetch", "args": {"url": {"$regex": "^http://"}}},
 ]
+HARD_RULES = {
+    "forbidden": RULES,
+    "data_flow": {"sinks": ["write", "run_shell"], "sources": [{"tool": "fetch"}]},
+    "order": [{"before": "search", "after": "write"}],
+    "counts": [{"tool": "other", "max": 1}],
+    "allow": ["search", "fetch", "write", "other"],
+}
+"""Every kind of hard rule a call can break, with the forbidden rules."""
 KEY = "sk-ant-" + "aB3xY9" * 5
 
 call = st.fixed_dictionaries(
@@ -61,7 +69,12 @@ def _write(tmp: Path, lines: list[str]) -> Path:
 
 
 def _in_parts(
-    path: Path, cuts: list[int], tmp: Path, per_process: int = 1, streamed: bool = False
+    path: Path,
+    cuts: list[int],
+    tmp: Path,
+    per_process: int = 1,
+    streamed: bool = False,
+    rules: Any = RULES,
 ) -> tuple[dict[str, Any], Any, list[Any]]:
     """Evaluate ``path`` cut at the starts of lines ``cuts``, as ``toolscore eval`` does,
     each other process reading ``per_process`` parts; the calls go to a ``CallSpool`` for
@@ -83,13 +96,13 @@ def _in_parts(
         else:
             sink = stack.enter_context(CallSpool(tmp))
         pipeline, gold, norm = api.open_run(
-            GOLD, None, RULES, strict=False, keep_calls=False, on_finding=findings, on_calls=sink
+            GOLD, None, rules, strict=False, keep_calls=False, on_finding=findings, on_calls=sink
         )
-        rules = api.read_rules(RULES)
+        ruleset = api.read_rules(rules)
         parallel.run(
             pipeline,
             plan,
-            lambda: api.builtin_checks(gold, rules, strict=False, keep_details=False),
+            lambda: api.builtin_checks(gold, ruleset, strict=False, keep_details=False),
         )
         finish_sync(pipeline)
         result = api.pipeline_result(pipeline, gold, norm, include_extras=True)
@@ -100,10 +113,10 @@ def _in_parts(
     return _comparable(result.to_dict()), _report(out), [f.to_json() for f in result.findings]
 
 
-def _in_one(path: Path, tmp: Path) -> tuple[dict[str, Any], Any, list[Any]]:
+def _in_one(path: Path, tmp: Path, rules: Any = RULES) -> tuple[dict[str, Any], Any, list[Any]]:
     with CallSpool(tmp) as spool, FindingSpool(tmp) as findings:
         result = evaluate_trace(
-            GOLD, path, "jsonl", forbidden=RULES, on_calls=spool, on_finding=findings, workers=1
+            GOLD, path, "jsonl", forbidden=rules, on_calls=spool, on_finding=findings, workers=1
         )
         out = tmp / "one.json"
         write_json_report(result, out, spool, findings=findings)
@@ -155,6 +168,37 @@ def test_parts_give_what_one_process_gives(
     at = sorted({round(c * len(lines)) for c in cuts} & set(range(1, len(lines) + 1)))
     event(f"parts: {len(at) + 1}, {per_process} a process")
     assert _in_parts(path, at, tmp_path, per_process, streamed) == _in_one(path, tmp_path)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(line, min_size=1, max_size=40),
+    cuts=st.lists(st.floats(0, 1), min_size=1, max_size=4),
+    per_process=st.sampled_from([1, 2]),
+)
+def test_parts_with_hard_rules_give_the_findings_in_one_process_order(
+    tmp_path: Path, lines: list[str], cuts: list[float], per_process: int
+) -> None:
+    # a later part's hard-rule violations reach the main process in the part's state, not
+    # with its other findings: they still go out among them, in input and check order
+    path = _write(tmp_path, ['{"tool": "search"}', *lines])
+    at = sorted({round(c * len(lines)) for c in cuts} & set(range(1, len(lines) + 1)))
+    one = _in_one(path, tmp_path, HARD_RULES)
+    assert _in_parts(path, at, tmp_path, per_process, rules=HARD_RULES) == one
+
+
+def test_hard_rule_findings_of_a_part_keep_their_place(tmp_path: Path) -> None:
+    fetch = {"tool": "fetch", "args": {"url": "https://x"}}
+    write = {"tool": "write", "args": {}, "error": "denied"}
+    path = _write(tmp_path, [json.dumps(c) for c in [fetch, write, write, fetch, write]])
+    parts = _in_parts(path, [2], tmp_path, rules=HARD_RULES)
+    assert parts == _in_one(path, tmp_path, HARD_RULES)
+    kinds = [(f["call_index"], f["check"], f["kind"]) for f in parts[2]]
+    # at one call: the errors check's finding, then the hard rules' (the checks' order)
+    assert kinds.index((2, "errors", "failed_call")) < kinds.index((2, "rules", "data_flow"))
+    assert kinds.index((2, "rules", "data_flow")) < kinds.index((4, "errors", "failed_call"))
 
 
 def test_a_retry_across_a_boundary_is_found(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ directory, removed when the main pipeline is.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import multiprocessing
 import os
 import pickle
@@ -462,10 +463,12 @@ def _merge(pipeline: Pipeline, part: PartResult, calls: int, lines: int) -> None
     # what only the merge shows (a retry across the boundary), in the whole's numbers
     states = [None if s is None else s.relocated(lines) for s in part.states]
     pending = pipeline.add_part(states, part.calls, part.error)
-    # pending findings go out with the first of the part's batches that reaches their place
-    # (the pipeline puts a batch's findings in input order), so a bad line before them
-    # stays before them
-    last = max(map(finding_order, pending), default=(0, 0))
+    # pending findings (a part's hard-rule violations are all there: its check keeps them
+    # in its state) go out among the part's own, each where one process puts it: in input
+    # order, and at one call in the order of the checks (a bad line first); before the
+    # part's own findings of the same check at the same call
+    key = _finding_key([check.name for check in pipeline.checks])
+    pending.sort(key=key)
     with open(part.findings, "rb") as fh:
         while True:
             try:
@@ -473,11 +476,30 @@ def _merge(pipeline: Pipeline, part: PartResult, calls: int, lines: int) -> None
             except EOFError:
                 break
             found = _moved(rows, calls, lines)
-            if pending and any(finding_order(f) >= last for f in found):
-                found = pending + found
-                pending = []
+            if pending and found:
+                last = key(found[-1])
+                cut = 0
+                while cut < len(pending) and key(pending[cut]) <= last:
+                    cut += 1
+                if cut:
+                    found = list(heapq.merge(pending[:cut], found, key=key))
+                    del pending[:cut]
             emit_sync(pipeline, found)
     emit_sync(pipeline, pending)
+
+
+def _finding_key(names: list[str]) -> Callable[[Finding], tuple[int, int, int]]:
+    """The order one process gives findings: by :func:`~toolscore.pipeline.finding_order`,
+    then by check (a bad line's finding, of no check, first)."""
+    rank = {name: r for r, name in reversed(list(enumerate(names)))}
+    rank["input"] = -1
+    unknown = len(names)
+
+    def key(finding: Finding) -> tuple[int, int, int]:
+        line, call = finding_order(finding)
+        return (line, call, rank.get(finding.check, unknown))
+
+    return key
 
 
 def _moved(rows: list[FindingValues], calls: int, lines: int) -> list[Finding]:
