@@ -270,7 +270,14 @@ def _read_parts(
         for k in ks:
             result, checks = read_part(plan, k, make_checks, tmp, spool_calls, advance)
             kept.append(checks)
-            conn.send(("ok", result))
+            # the result through a file, its name through the pipe: a pipe holds 64 KiB,
+            # and a result of megabytes (the hard rules' state of a part) sent through it
+            # kept this process waiting until the main process, still reading its own
+            # part, took it, instead of reading its next part
+            path = os.path.join(tmp, f"result-{k}")
+            with open(path, "wb") as out:
+                pickle.dump(result, out, pickle.HIGHEST_PROTOCOL)
+            conn.send(("file", path))
     except BaseException:
         conn.send(("failed", traceback.format_exc()))
     finally:
@@ -451,7 +458,15 @@ def _receive(process: Any, receive: Any) -> PartResult | str:
     except (EOFError, OSError):
         process.join()
         return f"the part's process ended with code {process.exitcode}"
-    return payload if status == "ok" else str(payload)
+    if status != "file":
+        return str(payload)
+    try:
+        with open(payload, "rb") as fh:
+            result: PartResult = pickle.load(fh)
+    except (OSError, EOFError, pickle.UnpicklingError) as exc:
+        return f"the part's result could not be read: {exc}"
+    os.unlink(payload)
+    return result
 
 
 def _merge(pipeline: Pipeline, part: PartResult, calls: int, lines: int) -> None:
