@@ -478,6 +478,10 @@ def _merge(pipeline: Pipeline, part: PartResult, calls: int, lines: int) -> None
     # what only the merge shows (a retry across the boundary), in the whole's numbers
     states = [None if s is None else s.relocated(lines) for s in part.states]
     pending = pipeline.add_part(states, part.calls, part.error)
+    # the merged states hold what they need of the part's: let the rest go before its
+    # findings are read (a later part's hard-rules state holds every violation it found)
+    del states
+    part.states = []
     # pending findings (a part's hard-rule violations are all there: its check keeps them
     # in its state) go out among the part's own, each where one process puts it: in input
     # order, and at one call in the order of the checks (a bad line first); before the
