@@ -24,6 +24,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from ..calls import Location
@@ -115,6 +116,79 @@ def _relocated_violations(violations: tuple[Violation, ...], lines: int) -> tupl
     return tuple(v.but(where=_moved_line(v.where, lines)) for v in violations)
 
 
+_PACKED = 64
+"""From this many violations or places on, a state pickles them as columns."""
+_VIOLATION_FIELDS = tuple(
+    map(attrgetter, ("rule", "kind", "index", "tool", "detail", "path", "source", "where"))
+)
+_LOCATION_FIELDS = tuple(map(attrgetter, ("source", "line", "offset")))
+
+
+def _pack_locations(locations: list[Any]) -> tuple[list[Any], ...] | None:
+    if None in locations:
+        return None
+    return tuple(list(map(get, locations)) for get in _LOCATION_FIELDS)
+
+
+class _Packed:
+    """A state's violations or places as columns, for pickling: a later part of the 1 GB
+    benchmark trace sends some 30,000 data-flow violations to the main process, and
+    pickled one by one each violation and its location went through the dataclasses'
+    ``__getstate__``/``__setstate__`` (Python code, twice an item), with a memo entry
+    each; as columns they are lists, rebuilt with ``map``."""
+
+    __slots__ = ("columns", "kind", "where")
+
+    def __init__(self, kind: str, columns: tuple[list[Any], ...], where: Any) -> None:
+        self.kind = kind
+        self.columns = columns
+        self.where = where
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Packed, (self.kind, self.columns, self.where))
+
+    @staticmethod
+    def violations(items: tuple[Violation, ...]) -> Any:
+        if len(items) < _PACKED:
+            return items
+        columns = tuple(list(map(get, items)) for get in _VIOLATION_FIELDS)
+        where = _pack_locations(columns[-1])
+        if where is None:
+            return items
+        return _Packed("violations", columns[:-1], where)
+
+    @staticmethod
+    def places(items: Places) -> Any:
+        if len(items) < _PACKED:
+            return items
+        indices = [i for i, _ in items]
+        where = _pack_locations([loc for _, loc in items])
+        if where is None:
+            return items
+        return _Packed("places", (indices,), where)
+
+    def unpacked(self) -> Any:
+        where = list(map(Location, *self.where))
+        if self.kind == "places":
+            return tuple(zip(self.columns[0], where, strict=True))
+        return tuple(map(Violation, *self.columns, where))
+
+
+def _packed_state(state: dict[str, Any]) -> dict[str, Any]:
+    out = dict(state)
+    out["violations"] = _Packed.violations(state["violations"])
+    out["places"] = _Packed.places(state["places"])
+    return out
+
+
+def _unpacked_state(obj: Any, state: dict[str, Any]) -> None:
+    for name in ("violations", "places"):
+        value = state[name]
+        if isinstance(value, _Packed):
+            state[name] = value.unpacked()
+    obj.__dict__.update(state)
+
+
 @dataclass(frozen=True)
 class SeqState:
     """The rules read from new calls in order: counts, order, the allowlist, the schemas
@@ -157,6 +231,12 @@ class SeqState:
     def violation_count(self) -> int:
         """Every violation found, counted."""
         return len(self.violations) + self.omitted
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _packed_state(self.__dict__)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _unpacked_state(self, state)
 
     def relocated(self, lines: int) -> SeqState:
         """The same state with its calls' lines ``lines`` further on (a part read alone)."""
@@ -416,6 +496,12 @@ class FlowState:
     def violation_count(self) -> int:
         """Every violation found, counted."""
         return len(self.violations) + self.omitted
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _packed_state(self.__dict__)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _unpacked_state(self, state)
 
     def relocated(self, lines: int) -> FlowState:
         """The same state with its calls' lines ``lines`` further on (a part read alone)."""
