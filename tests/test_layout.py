@@ -136,3 +136,20 @@ def test_expected_calls_modules_stay_under_600_lines() -> None:
     sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in folder.glob("*.py")}
     assert len(sizes) >= 5
     assert max(sizes.values()) <= 600, sizes
+
+
+def test_tests_use_no_underscore_attributes() -> None:
+    """A test goes through what a module offers: no ``obj._name`` on another object (a test
+    class's own ``self._x`` and dunders aside)."""
+    tests = Path(__file__).parent
+    touched = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                touched.append(f"{path.relative_to(tests)}:{node.lineno}: {ast.unparse(node)}")
+    assert touched == []
