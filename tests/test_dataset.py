@@ -606,3 +606,38 @@ def test_gold_directory_with_base_names_and_a_default(tmp_path: Path) -> None:
         evaluate_dataset(
             str(gold), str(traces), engine="inline", default_gold=str(tmp_path / "nope.json")
         )
+
+
+def test_a_rule_file_with_hard_rules_applies_to_every_trace(tmp_path: Path) -> None:
+    # the CLI's --forbidden takes a rule object (forbidden and hard rules) for a dataset as for
+    # one trace; each trace's findings are those evaluate() gives that trace alone
+    example = REPO / "examples" / "dataset"
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        json.dumps(
+            {"forbidden": [{"tool": "refund"}], "counts": [{"tool": "search_flights", "max": 1}]}
+        )
+    )
+    per_trace = tmp_path / "per-trace.jsonl"
+    proc = run_cli(
+        "eval",
+        str(example / "gold.jsonl"),
+        str(example / "traces.jsonl"),
+        "--forbidden",
+        str(rules),
+        "-o",
+        str(tmp_path / "out.json"),
+        "--per-trace",
+        str(per_trace),
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = {r["trace_id"]: r for r in map(json.loads, per_trace.read_text().splitlines())}
+    assert all(r["status"] == "ok" and r["error"] is None for r in records.values())
+    gold = _gold(example / "gold.jsonl")
+    for trace_id, calls in _by_trace(example / "traces.jsonl").items():
+        alone = evaluate(gold[trace_id], calls, forbidden=str(rules))
+        kinds: dict[str, int] = defaultdict(int)
+        for finding in alone.findings:
+            kinds[f"{finding.check}/{finding.kind}"] += 1
+        assert records[trace_id]["findings"] == dict(kinds), trace_id
+    assert records["agent-v2/rebook/trial2"]["findings"]["rules/too_many_calls"] == 1

@@ -129,10 +129,12 @@ def _rules(forbidden: str | tuple[Any, ...] | None) -> Any:
     key = forbidden if isinstance(forbidden, str) else id(forbidden)
     rules = _RULES.get(key)
     if rules is None:
-        from ..rules import load_forbidden_rules, rules_from_python
+        from ..hardrules import load_rules
+        from ..rules import rules_from_python
 
+        # a rule file holds forbidden rules or an object with hard rules too, as for one trace
         rules = (
-            load_forbidden_rules(forbidden)
+            load_rules(forbidden)
             if isinstance(forbidden, str)
             else rules_from_python(list(forbidden))
         )
