@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from _secrets import PLANTED
 from toolscore.dataset.gold import GoldSpec
-from toolscore.dataset.worker import Config, Scorer, _FileFormat, evaluate_one
+from toolscore.dataset.worker import Config, FileFormat, Scorer, evaluate_one
 from toolscore.gold import gold_from_dicts
 
 TOOLS = ["search", "book", "cancel", "get_user"]
@@ -51,7 +51,7 @@ def _records(cfg: Config, gold: list[Any] | None, data: bytes) -> tuple[bytes, b
         scorer = Scorer(cfg)
         assert scorer.light  # no hard rules, no details: light unless forced off
         scorer.light = light
-        fmt = _FileFormat(cfg, "t.jsonl")
+        fmt = FileFormat(cfg, "t.jsonl")
         record = evaluate_one(
             cfg,
             "t",

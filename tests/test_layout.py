@@ -140,7 +140,7 @@ def test_expected_calls_modules_stay_under_600_lines() -> None:
 
 def test_tests_use_no_underscore_attributes() -> None:
     """A test goes through what a module offers: no ``obj._name`` on another object (a test
-    class's own ``self._x`` and dunders aside)."""
+    class's own ``self._x`` and dunders aside), no private name imported from a module."""
     tests = Path(__file__).parent
     touched = []
     for path in sorted(tests.rglob("*.py")):
@@ -152,4 +152,13 @@ def test_tests_use_no_underscore_attributes() -> None:
                 and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
             ):
                 touched.append(f"{path.relative_to(tests)}:{node.lineno}: {ast.unparse(node)}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("toolscore"):
+                # a package's private module may be imported; a module's private name may not
+                touched += [
+                    f"{path.relative_to(tests)}:{node.lineno}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_")
+                    and not alias.name.startswith("__")
+                    and f"{node.module}.{alias.name}" not in MODULES
+                ]
     assert touched == []

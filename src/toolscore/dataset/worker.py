@@ -505,7 +505,7 @@ def _run_input(
         if grouped:
             return _run_grouped(f, ids, item, cfg, gold, tasks, records, part)
         lines_read = 0
-        fmt = _FileFormat(cfg, source)
+        fmt = FileFormat(cfg, source)
         for got in contiguous_traces(f, ids, part.start, part.end):
             if isinstance(got, tuple):
                 lineno, offset, problem = got
@@ -578,7 +578,7 @@ def _gold_or_error(
     return calls
 
 
-class _FileFormat:
+class FileFormat:
     """A multi-trace file's format, detected on its first trace and reused for the others
     (detection samples the whole of a small trace: most of its cost when paid per trace)."""
 
@@ -625,7 +625,7 @@ def _evaluate_trace(
     tasks: _Tasks,
     records: list[TraceRecord],
     part: Part,
-    fmt: _FileFormat | None = None,
+    fmt: FileFormat | None = None,
 ) -> None:
     trace_id = trace.trace_id or ""
 
@@ -690,7 +690,7 @@ def _run_grouped(
             continue
         last = got[0]
         grouper.add(got[0], got[1], line, lineno, offset)
-    fmt = _FileFormat(cfg, item.url)
+    fmt = FileFormat(cfg, item.url)
     for trace in grouper.traces():
         _evaluate_trace(trace, item, cfg, gold, tasks, records, part, fmt)
     return lineno
