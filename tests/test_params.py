@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -12,7 +10,7 @@ import typer.main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _cli import EXAMPLE, cli_env, run_cli
+from _cli import EXAMPLE, run_cli
 from toolscore._params import defer_coercion
 from toolscore.cli import app, main
 
@@ -90,29 +88,6 @@ def test_deferred_coercion_is_typers(sub: str, name: str, value: Any) -> None:
     typers = TYPERS.commands[sub] if sub else TYPERS
     ours, theirs = _coerce(deferred, name, value), _coerce(typers, name, value)
     assert _same(ours, theirs), (ours, theirs)
-
-
-def test_eval_on_a_small_trace_leaves_pydantic_unimported(tmp_path: Any) -> None:
-    code = (
-        "import sys\n"
-        "from toolscore.cli import main\n"
-        "try:\n"
-        "    main(sys.argv[1:])\n"
-        "except SystemExit as exit:\n"
-        "    print('pydantic' in sys.modules, exit.code)\n"
-    )
-    args = ["eval", "gold.json", "trace.json", "--forbidden", "forbidden.json"]
-    args += ["-o", str(tmp_path / "r.json"), "--weight", "selection_accuracy=2"]
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=EXAMPLE,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.stdout.strip().splitlines()[-1] == "False 0", done.stderr
 
 
 def test_a_value_typer_must_read_still_reads() -> None:

@@ -74,7 +74,9 @@ def _run(code: str, *args: str) -> str:
 
 def test_eval_of_one_small_trace_imports_only_what_it_needs(tmp_path: Path) -> None:
     code = _EVAL.format(names=NOT_FOR_ONE_TRACE)
+    # options given on the command line (a path, a weight) are read without typer's coercion
     args = ["eval", "gold.json", "trace.json", "--forbidden", "forbidden.json"]
+    args += ["--weight", "selection_accuracy=2"]
     assert _run(code, *args, "-o", str(tmp_path / "r.json")) == "0 []"
 
 
