@@ -59,8 +59,9 @@ class DistinctCounter:
         self._directory = directory
         self._buf = array("q")
         self._dir: Path | None = None
-        self._runs: list[list[Path]] = [[] for _ in range(fanout)]
-        """Per partition of the full range, the run files holding its spilled values."""
+        self._runs: list[list[Path]] = []
+        """Per partition of the full range, the run files holding its spilled values (made
+        at the first spill: most counters never spill)."""
         self._spills = 0
         self._count: int | None = None
         self._adopted: list[Path] = []
@@ -93,6 +94,8 @@ class DistinctCounter:
         values = sorted(self._buf)
         self._buf = array("q")
         self._count = None
+        if not self._runs:
+            self._runs = [[] for _ in range(self.fanout)]
         self._write_runs(values, _LOW, _HIGH, self._runs, self._run_dir())
         self._spills += 1
 
@@ -189,6 +192,8 @@ class DistinctCounter:
         if other._spills:
             if other._buf:
                 other._spill()
+            if not self._runs:
+                self._runs = [[] for _ in range(self.fanout)]
             for mine, theirs in zip(self._runs, other._runs, strict=True):
                 mine.extend(theirs)
             self._spills += other._spills
@@ -196,7 +201,7 @@ class DistinctCounter:
         self._count = None
         self.update(other._buf)
         other._buf = array("q")
-        other._runs = [[] for _ in range(other.fanout)]
+        other._runs = []
         other._spills = 0
 
     def _adopt(self, other: DistinctCounter) -> None:
@@ -208,13 +213,14 @@ class DistinctCounter:
 
     def close(self) -> None:
         """Delete the run files; the counter is empty afterwards."""
-        for path in [self._dir, *self._adopted]:
-            if path is not None:
-                shutil.rmtree(path, ignore_errors=True)
-        self._dir = None
-        self._adopted = []
+        if self._dir is not None or self._adopted:
+            for path in [self._dir, *self._adopted]:
+                if path is not None:
+                    shutil.rmtree(path, ignore_errors=True)
+            self._dir = None
+            self._adopted = []
         self._buf = array("q")
-        self._runs = [[] for _ in range(self.fanout)]
+        self._runs = []
         self._spills = 0
         self._count = None
 

@@ -481,6 +481,8 @@ class Batch:
         if self._columns is None:
             if self.block is not None:
                 self._columns = self.block
+            elif self._done_columns is not None and self._done is self._calls:
+                self._columns = self._done_columns  # one list: one set of columns
             else:
                 from .columns import ListColumns
 
@@ -488,10 +490,13 @@ class Batch:
         return self._columns
 
     def done_columns(self) -> Columns:
-        """The completed calls as columns (the same object as :meth:`columns` for a block)."""
+        """The completed calls as columns (the same object as :meth:`columns` for a block,
+        or when ``calls`` and ``done`` are one list)."""
         if self._done_columns is None:
             if self.block is not None:
                 self._done_columns = self.block
+            elif self._columns is not None and self._done is self._calls:
+                self._done_columns = self._columns
             else:
                 from .columns import ListColumns
 

@@ -40,8 +40,7 @@ import binascii
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from functools import lru_cache
 from typing import Any
 
@@ -460,17 +459,29 @@ def pii_prefilter(pii: frozenset[str]) -> Any:
 _PII_SCOPE: ContextVar[frozenset[str]] = ContextVar("toolscore_pii_redaction", default=frozenset())
 
 
-@contextmanager
-def pii_redaction(pii: bool | Iterable[str] | None) -> Iterator[frozenset[str]]:
+class pii_redaction:
     """Within the block, :func:`redact_secrets` (and everything printed through it) also
     redacts the personal-data kinds ``pii`` (see :func:`pii_kinds`), and the credential scan
-    looks for them; ``None`` keeps those of the enclosing block."""
-    kinds = _PII_SCOPE.get() if pii is None else pii_kinds(pii)
-    token = _PII_SCOPE.set(kinds)
-    try:
-        yield kinds
-    finally:
-        _PII_SCOPE.reset(token)
+    looks for them; ``None`` keeps those of the enclosing block. The block's value is the
+    kinds in force.
+
+    A class rather than a generator: ``evaluate()`` enters one per call, and a generator's
+    context manager costs several times as much to enter and leave."""
+
+    __slots__ = ("_kinds", "_token")
+
+    def __init__(self, pii: bool | Iterable[str] | None) -> None:
+        self._kinds = None if pii is None else pii_kinds(pii)
+        self._token: Token[frozenset[str]] | None = None
+
+    def __enter__(self) -> frozenset[str]:
+        kinds = _PII_SCOPE.get() if self._kinds is None else self._kinds
+        self._token = _PII_SCOPE.set(kinds)
+        return kinds
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _PII_SCOPE.reset(self._token)
 
 
 def use_pii(pii: bool | Iterable[str] | None) -> frozenset[str]:

@@ -29,10 +29,9 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import repeat
 from operator import add
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...calls import ToolCall
 from ...matchers import compare_values, lenient_str_misses
@@ -82,8 +81,7 @@ def arg_count(args: Any) -> int:
         return 0
 
 
-@dataclass(frozen=True)
-class GoldGroup:
+class GoldGroup(NamedTuple):
     """Gold calls of one tool with identical args: same weights, so one candidate list."""
 
     tool: str

@@ -16,7 +16,7 @@ a live snapshot or a merge of parts gives what one pass over the whole trace giv
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
@@ -26,6 +26,7 @@ from ...calls import ToolCall
 from .._base import State
 from .approx import ApproxIndex, ApproxLog, pair_approx
 from .gold_order import rank
+from .metrics import gold_metrics, score_metrics
 from .pairing import MISSING, Candidate, gold_groups, pair_tool
 from .sequence import Segment, distance_tracker, id_blocks
 
@@ -63,7 +64,7 @@ class ExpectedPlan:
         cap = self.approx_candidates
         wide = {t for t, n in self.gold_counts.items() if n > self.exact_pairing_max}
         self.groups = [
-            replace(group, k=min(group.k, cap)) if group.tool in wide else group
+            group._replace(k=min(group.k, cap)) if group.tool in wide else group
             for group in gold_groups(gold)
         ]
         """The gold calls in groups of one tool and identical args (one candidate list each)."""
@@ -399,8 +400,6 @@ class ExpectedState(State):
         traces only)."""
         if not self.anchored:
             return self.anchor().metrics()
-        from .metrics import gold_metrics
-
         return gold_metrics(self)
 
     def score_metrics(self) -> dict[str, Any]:
@@ -409,8 +408,6 @@ class ExpectedState(State):
         trajectory steps gives them too."""
         if not self.anchored:
             return self.anchor().score_metrics()
-        from .metrics import score_metrics
-
         return score_metrics(self)
 
 
