@@ -36,7 +36,7 @@ from .worker import Config
 
 __all__ = ["Regroup", "gather"]
 
-BATCH = 10_000
+BATCH = 1_000
 """Held records released to the driver at a time."""
 
 
