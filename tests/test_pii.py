@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from _cli import run_cli
 from toolscore import evaluate
 from toolscore.redact import pii_redaction, redact_secrets
@@ -51,6 +53,25 @@ def test_pii_redaction_block() -> None:
         with pii_redaction(None):  # None keeps the enclosing choice
             assert redact_secrets(EMAIL) != EMAIL
     assert redact_secrets(EMAIL) == EMAIL
+
+
+def test_pii_redaction_value_decorator_and_errors() -> None:
+    with pii_redaction(["email"]) as kinds:
+        assert kinds == frozenset({"email"})
+        with pii_redaction(None) as inner:
+            assert inner == kinds
+
+    @pii_redaction(True)
+    def shown() -> str:
+        return redact_secrets(EMAIL)
+
+    assert shown() == shown() == "[REDACTED email: j…@example.org]"  # reusable
+    assert redact_secrets(EMAIL) == EMAIL
+    with pytest.raises(KeyError), pii_redaction(True):
+        raise KeyError("inside")
+    assert redact_secrets(EMAIL) == EMAIL  # restored after an exception too
+    with pytest.raises(ValueError):
+        pii_redaction(["no such kind"])
 
 
 def test_cli_pii(tmp_path: Path) -> None:

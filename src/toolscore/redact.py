@@ -40,6 +40,7 @@ import binascii
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import ContextDecorator
 from contextvars import ContextVar, Token
 from functools import lru_cache
 from typing import Any
@@ -459,14 +460,15 @@ def pii_prefilter(pii: frozenset[str]) -> Any:
 _PII_SCOPE: ContextVar[frozenset[str]] = ContextVar("toolscore_pii_redaction", default=frozenset())
 
 
-class pii_redaction:
+class pii_redaction(ContextDecorator):
     """Within the block, :func:`redact_secrets` (and everything printed through it) also
     redacts the personal-data kinds ``pii`` (see :func:`pii_kinds`), and the credential scan
     looks for them; ``None`` keeps those of the enclosing block. The block's value is the
     kinds in force.
 
     A class rather than a generator: ``evaluate()`` enters one per call, and a generator's
-    context manager costs several times as much to enter and leave."""
+    context manager costs several times as much to enter and leave. Like one, it also
+    decorates a function (``@pii_redaction(True)``)."""
 
     __slots__ = ("_kinds", "_token")
 
