@@ -66,6 +66,12 @@ def test_pii_redaction_value_decorator_and_errors() -> None:
         return redact_secrets(EMAIL)
 
     assert shown() == shown() == "[REDACTED email: j…@example.org]"  # reusable
+
+    @pii_redaction(True)
+    def nested(depth: int) -> str:  # each call enters and leaves its own block
+        return nested(depth - 1) if depth else redact_secrets(EMAIL)
+
+    assert nested(3) == "[REDACTED email: j…@example.org]"
     assert redact_secrets(EMAIL) == EMAIL
     with pytest.raises(KeyError), pii_redaction(True):
         raise KeyError("inside")

@@ -40,10 +40,9 @@ import binascii
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator
-from contextlib import ContextDecorator
 from contextvars import ContextVar, Token
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, wraps
+from typing import Any, ParamSpec, TypeVar
 
 import orjson
 
@@ -458,9 +457,11 @@ def pii_prefilter(pii: frozenset[str]) -> Any:
 
 
 _PII_SCOPE: ContextVar[frozenset[str]] = ContextVar("toolscore_pii_redaction", default=frozenset())
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-class pii_redaction(ContextDecorator):
+class pii_redaction:
     """Within the block, :func:`redact_secrets` (and everything printed through it) also
     redacts the personal-data kinds ``pii`` (see :func:`pii_kinds`), and the credential scan
     looks for them; ``None`` keeps those of the enclosing block. The block's value is the
@@ -468,7 +469,8 @@ class pii_redaction(ContextDecorator):
 
     A class rather than a generator: ``evaluate()`` enters one per call, and a generator's
     context manager costs several times as much to enter and leave. Like one, it also
-    decorates a function (``@pii_redaction(True)``)."""
+    decorates a function (``@pii_redaction(True)``), each call in a block of its own (so a
+    recursive or concurrent call restores its own scope)."""
 
     __slots__ = ("_kinds", "_token")
 
@@ -484,6 +486,16 @@ class pii_redaction(ContextDecorator):
     def __exit__(self, *exc: object) -> None:
         assert self._token is not None
         _PII_SCOPE.reset(self._token)
+
+    def __call__(self, func: Callable[_P, _R]) -> Callable[_P, _R]:
+        kinds = self._kinds
+
+        @wraps(func)
+        def scoped(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with pii_redaction(kinds):
+                return func(*args, **kwargs)
+
+        return scoped
 
 
 def use_pii(pii: bool | Iterable[str] | None) -> frozenset[str]:
