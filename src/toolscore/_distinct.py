@@ -94,10 +94,14 @@ class DistinctCounter:
         values = sorted(self._buf)
         self._buf = array("q")
         self._count = None
+        self._write_runs(values, _LOW, _HIGH, self._run_lists(), self._run_dir())
+        self._spills += 1
+
+    def _run_lists(self) -> list[list[Path]]:
+        """:attr:`_runs`, made at the first spill or merge of a spilled counter."""
         if not self._runs:
             self._runs = [[] for _ in range(self.fanout)]
-        self._write_runs(values, _LOW, _HIGH, self._runs, self._run_dir())
-        self._spills += 1
+        return self._runs
 
     def _run_dir(self) -> Path:
         if self._dir is None:
@@ -192,9 +196,7 @@ class DistinctCounter:
         if other._spills:
             if other._buf:
                 other._spill()
-            if not self._runs:
-                self._runs = [[] for _ in range(self.fanout)]
-            for mine, theirs in zip(self._runs, other._runs, strict=True):
+            for mine, theirs in zip(self._run_lists(), other._runs, strict=True):
                 mine.extend(theirs)
             self._spills += other._spills
             self._adopt(other)
