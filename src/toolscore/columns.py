@@ -14,6 +14,7 @@ only become ``ToolCall`` objects when someone asks for them (a user's check, ``k
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ class Columns(ABC):
     the trace.
     """
 
-    __slots__ = ("_failed", "_kind", "_sigs", "n")
+    __slots__ = ("_by_tool", "_failed", "_kind", "_sigs", "n")
 
     def __init__(self, n: int, kind: Canonical) -> None:
         self.n = n
@@ -42,6 +43,7 @@ class Columns(ABC):
         :data:`~toolscore._signature.Canonical`)."""
         self._sigs: list[bytes] | None = None
         self._failed: list[int] | None = None
+        self._by_tool: dict[str, list[int]] | None = None
 
     @property
     @abstractmethod
@@ -99,6 +101,17 @@ class Columns(ABC):
         if self._sigs is None:
             self._sigs = canonical_many(self.args, self._kind)
         return self._sigs
+
+    def by_tool(self) -> dict[str, list[int]]:
+        """Each tool's call positions, in order, the tools in order of their first call
+        (computed once and shared: the policy, expected-calls and hard-rules checks each
+        read a batch a tool at a time). The lists are shared too: do not change them."""
+        if self._by_tool is None:
+            groups: defaultdict[str, list[int]] = defaultdict(list)
+            for i, tool in enumerate(self.tools):  # the fastest grouping in CPython 3.11
+                groups[tool].append(i)
+            self._by_tool = dict(groups)
+        return self._by_tool
 
     def failed(self) -> list[int]:
         """The positions of the calls that failed (:attr:`ToolCall.is_error`), in order

@@ -350,22 +350,32 @@ class CompiledRules:
         return None
 
     def match(
-        self, tools: list[str], args: list[Any]
+        self,
+        tools: list[str],
+        args: list[Any],
+        groups: Mapping[str, list[int]] | None = None,
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """A batch's calls (its columns of tool names and ``args``), a tool at a time and a
         rule at a time: ``(position, rule index)`` for each call that matches a rule, its
         first, in call order; and ``(position, rule index)`` for each pattern match that
-        timed out (the call was then tested against the later rules), in call order."""
+        timed out (the call was then tested against the later rules), in call order.
+        ``groups``: each tool's positions, when the caller has them
+        (:meth:`~toolscore.columns.Columns.by_tool`)."""
         by_tool = self._by_tool
-        groups: dict[str, list[int]] = {}
-        for i, tool in enumerate(tools):
-            if tool in by_tool:
-                groups.setdefault(tool, []).append(i)
+        if groups is None:
+            mine: dict[str, list[int]] = {}
+            for i, tool in enumerate(tools):
+                if tool in by_tool:
+                    mine.setdefault(tool, []).append(i)
+            groups = mine
         matched: list[tuple[int, int]] = []
         timed_out: list[tuple[int, int]] = []
         timeouts: list[int] = []
         for tool, positions in groups.items():
-            for rule_index, rule in by_tool[tool]:
+            ruled = by_tool.get(tool)
+            if ruled is None:
+                continue
+            for rule_index, rule in ruled:
                 found = rule.select([args[i] for i in positions], timeouts)
                 if timeouts:
                     timed_out.extend((positions[j], rule_index) for j in timeouts)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
-from itertools import accumulate, compress, groupby
+from itertools import accumulate, compress
 from typing import Any
 
 from ..calls import Batch, Finding, Location, ToolCall
@@ -40,20 +40,6 @@ from ..rules import CompiledRule
 from ._base import BaseCheck, State
 
 __all__ = ["HardRulesCheck", "RulesState", "hard_rules_check"]
-
-
-def _positions(tools: list[str], tool: str, limit: int, stop: int | None = None) -> list[int]:
-    """The positions of the first ``limit`` calls to ``tool`` (before ``stop``)."""
-    out: list[int] = []
-    end = len(tools) if stop is None else stop
-    at = -1
-    while len(out) < limit:
-        try:
-            at = tools.index(tool, at + 1, end)
-        except ValueError:
-            break
-        out.append(at)
-    return out
 
 
 class _Flow:
@@ -169,8 +155,11 @@ class HardRulesCheck(BaseCheck):
                 )
             )  # fmt: skip
         if self._flows and batch.n_done:
-            span_f = self._flow_span(batch.done_columns())
-            found.extend(self.flow.absorb(span_f, self._flow_ids))
+            if self.flow.origin and None not in self.flow.sources:
+                found.extend(self._leaks(batch.done_columns()))
+            else:
+                span_f = self._flow_span(batch.done_columns())
+                found.extend(self.flow.absorb(span_f, self._flow_ids))
         if self.part or not found:
             return []
         found.sort(key=_order_key)
@@ -189,12 +178,14 @@ class HardRulesCheck(BaseCheck):
 
     def _seq_span(self, cols: Any) -> SeqState:
         tools: list[str] = cols.tools
+        groups: dict[str, list[int]] = cols.by_tool()
         n = len(tools)
         counts: list[int] = []
         heads: list[Sequence[int]] = []
         state = self.seq
         for r, (tool, high) in enumerate(zip(self._count_tools, self._maxes, strict=True)):
-            c = n if tool is None else tools.count(tool)
+            at = range(n) if tool is None else groups.get(tool, ())
+            c = len(at)
             counts.append(c)
             if high is None or not c:
                 heads.append(())
@@ -204,38 +195,30 @@ class HardRulesCheck(BaseCheck):
             else:  # read from the start: only the call past max counts, the k-th
                 k = high - state.counts[r]
                 first = k + 1 if 0 <= k < c else 0
-            if not first:
-                heads.append(())
-            elif tool is None:
-                heads.append(range(first))
-            else:
-                heads.append(_positions(tools, tool, first))
+            heads.append(at[:first] if first else ())
         seen: list[bool] = []
         firsts: list[int | None] = []
         for before, after in self._orders:
-            try:
-                stop = tools.index(before)
-            except ValueError:
-                seen.append(False)
-                stop = n
+            ahead = groups.get(after)
+            stop = groups.get(before)
+            seen.append(stop is not None)
+            if ahead is None or (stop is not None and ahead[0] >= stop[0]):
+                firsts.append(None)
             else:
-                seen.append(True)
-            ahead = _positions(tools, after, 1, stop)
-            firsts.append(ahead[0] if ahead else None)
+                firsts.append(ahead[0])
         location = cols.location
         source: str | None = None
         lines: list[Runs] = []
         odd: list[tuple[int, Location | None]] = []
         for head in heads:
-            at, source, elsewhere = head_lines(head, location, source)
-            lines.append(at)
+            at_lines, source, elsewhere = head_lines(head, location, source)
+            lines.append(at_lines)
             odd.extend(elsewhere)
         keep = {i for i in firsts if i is not None}
         keep.difference_update(i for i, _ in odd)
         places = tuple(sorted([*((i, location(i)) for i in keep), *odd]))
         violations: list[Violation] = []
-        groups = _Groups(tools)
-        if self._allow is not None and not self._allow.issuperset(tools):
+        if self._allow is not None and not self._allow.issuperset(groups):
             allowed = self._allow
             rule = self.rules.allow_id
             violations.extend(
@@ -243,7 +226,7 @@ class HardRulesCheck(BaseCheck):
                 for i, t in enumerate(tools)
                 if t not in allowed
             )
-        if self._schemas is not None and not self._schema_tools.isdisjoint(tools):
+        if self._schemas is not None and not self._schema_tools.isdisjoint(groups):
             violations.extend(self._schema_violations(cols, groups))
             violations.sort(key=_order_key)
         match = None
@@ -255,16 +238,18 @@ class HardRulesCheck(BaseCheck):
             tuple(firsts), placed, match, places, 0, tuple(lines), source,
         )  # fmt: skip
 
-    def _schema_violations(self, cols: Any, groups: _Groups) -> list[Violation]:
+    def _schema_violations(self, cols: Any, groups: dict[str, list[int]]) -> list[Violation]:
         schemas = self._schemas
         assert schemas is not None
         tools: list[str] = cols.tools
         args = cols.args
         out: list[Violation] = []
         suspects: list[int] = []
-        for tool in self._schema_tools.intersection(tools):
-            positions = groups.of(tool)
-            if not schemas.all_valid(tool, list(map(args.__getitem__, positions))):
+        declared = self._schema_tools
+        for tool, positions in groups.items():
+            if tool in declared and not schemas.all_valid(
+                tool, list(map(args.__getitem__, positions))
+            ):
                 suspects.extend(positions)
         suspects.sort()
         sigs = cols.sigs() if suspects else []
@@ -281,15 +266,15 @@ class HardRulesCheck(BaseCheck):
             )  # fmt: skip
         return out
 
-    def _masks(self, cols: Any, groups: _Groups) -> list[int]:
+    def _masks(self, cols: Any, groups: dict[str, list[int]]) -> list[int]:
         """For each call, the expected calls it matches (bit g: expected call g)."""
-        tools: list[str] = cols.tools
         by_tool = self._gold_by_tool
-        masks = [0] * len(tools)
+        masks = [0] * cols.n
         args = cols.args
         gold = self.gold
-        for tool in by_tool.keys() & set(tools):
-            positions = groups.of(tool)
+        for tool, positions in groups.items():
+            if tool not in by_tool:
+                continue
             column = list(map(args.__getitem__, positions))
             mode, per_arg = call_modes(self.rules.arguments, tool)
             for g in by_tool[tool]:
@@ -301,6 +286,7 @@ class HardRulesCheck(BaseCheck):
 
     def _flow_span(self, cols: Any) -> FlowState:
         tools: list[str] = cols.tools
+        groups: dict[str, list[int]] = cols.by_tool()
         location = cols.location
         n = len(tools)
         state = self.flow
@@ -316,36 +302,47 @@ class HardRulesCheck(BaseCheck):
         pending: list[tuple[tuple[int, str], ...]] = []
         violations: list[Violation] = []
         for r, (flow, rule_id) in enumerate(zip(self._flows, self._flow_ids, strict=True)):
-            sinks = flow.sinks
+            sinks = _sink_calls(flow.sinks, groups)
             if tainted[r]:
                 sources.append(None)
-                pending.append(tuple((i, t) for i, t in enumerate(tools) if t in sinks))
+                pending.append(tuple((i, tools[i]) for i in sinks))
                 continue
-            first = self._first_source(flow, cols, creds)
+            first = self._first_source(flow, cols, groups, creds)
             sources.append(first)
-            if sinks.isdisjoint(tools):
+            if not sinks:
                 pending.append(())
                 continue
-            stop = n if first is None else first[0] + 1
+            stop = bisect_right(sinks, n if first is None else first[0])
             if state.origin:
                 pending.append(())  # no source before them: nothing to report
             else:
-                before = [(i, t) for i, t in enumerate(tools[:stop]) if t in sinks]
-                pending.append(tuple(before[:PENDING_SINKS]))
+                pending.append(tuple((i, tools[i]) for i in sinks[: min(stop, PENDING_SINKS)]))
             if first is not None:
-                src = first
                 violations.extend(
-                    Violation(rule_id, "data_flow", i, t, "sends data out", None, src, location(i))
-                    for i, t in enumerate(tools[stop:], stop)
-                    if t in sinks
-                )
+                    Violation(
+                        rule_id, "data_flow", i, tools[i], "sends data out", None, first,
+                        location(i),
+                    )
+                    for i in sinks[stop:]
+                )  # fmt: skip
         violations.sort(key=_order_key)
         placed = tuple(violations)
         keep = sorted({i for waiting in pending for i, _ in waiting})
         places = tuple((i, location(i)) for i in keep)
         return FlowState(False, n, tuple(sources), tuple(pending), placed, places)
 
-    def _first_source(self, flow: _Flow, cols: Any, creds: dict[int, str]) -> Source | None:
+    def _leaks(self, cols: Any) -> list[Violation]:
+        """A batch read from the start of the trace once every data-flow rule has its
+        source: each sink call is a violation. What absorbing the batch's
+        :meth:`_flow_span` finds, made directly (most of a trace's batches come after its
+        first source)."""
+        groups: dict[str, list[int]] = cols.by_tool()
+        sinks = [_sink_calls(flow.sinks, groups) for flow in self._flows]
+        return self.flow.leak(self._flow_ids, sinks, cols.tools, cols.location, cols.n)
+
+    def _first_source(
+        self, flow: _Flow, cols: Any, groups: dict[str, list[int]], creds: dict[int, str]
+    ) -> Source | None:
         """The batch's first call that is a source of ``flow``."""
         tools: list[str] = cols.tools
         first: Source | None = None
@@ -353,10 +350,9 @@ class HardRulesCheck(BaseCheck):
             i = min(creds)
             first = (i, tools[i], f"returned a credential ({creds[i]})")
         for tool, tests in flow.sources.items():
+            positions = groups.get(tool, [])
             if first is not None:
-                positions = _positions(tools, tool, first[0] + 1, first[0])
-            else:
-                positions = _positions(tools, tool, len(tools))
+                positions = positions[: bisect_right(positions, first[0] - 1)]
             if not positions:
                 continue
             args = cols.args
@@ -564,24 +560,6 @@ _LOCAL = ("engine", "last_merge")
 """The fields a state does not take to another process."""
 
 
-class _Groups:
-    """The positions of each tool's calls in a batch, found once for all the rules that
-    need them: the positions sorted by tool name (a sort in C, stable), cut into runs."""
-
-    __slots__ = ("_by_tool", "_tools")
-
-    def __init__(self, tools: list[str]) -> None:
-        self._tools = tools
-        self._by_tool: dict[str, list[int]] | None = None
-
-    def of(self, tool: str) -> list[int]:
-        if self._by_tool is None:
-            name = self._tools.__getitem__
-            order = sorted(range(len(self._tools)), key=name)
-            self._by_tool = {t: list(run) for t, run in groupby(order, key=name)}
-        return self._by_tool.get(tool, [])
-
-
 _AT_CALL = "call {call} {detail}"
 _NOT_ALLOWED = "is not an allowed tool"
 _SAID = 4096
@@ -590,6 +568,14 @@ _SAID = 4096
 
 def _order_key(v: Violation) -> tuple[int, str]:
     return (v.index if v.index is not None else 1 << 62, v.rule)
+
+
+def _sink_calls(sinks: frozenset[str], groups: dict[str, list[int]]) -> list[int]:
+    """The positions of the calls to any tool of ``sinks``, in order."""
+    found = [groups[t] for t in sinks if t in groups]
+    if len(found) == 1:
+        return found[0]
+    return sorted([i for at in found for i in at])
 
 
 def _credential_results(cols: Any) -> dict[int, str]:

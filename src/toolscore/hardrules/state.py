@@ -587,6 +587,32 @@ class FlowRun:
         self.calls = shift + later.calls
         return found
 
+    def leak(
+        self,
+        rules: tuple[str, ...],
+        sinks: Sequence[Sequence[int]],
+        tools: Sequence[str],
+        location: Callable[[int], Location | None],
+        calls: int,
+    ) -> list[Violation]:
+        """Read ``calls`` more calls from the start of the trace, every rule having its
+        source already: each call of ``sinks`` (per rule, its sink calls' positions among
+        the new calls) is a violation. The same as :meth:`absorb` of those calls' own state,
+        without making it. Returns the violations, in call order."""
+        assert self.origin and None not in self.sources
+        shift = self.calls
+        found = [
+            _leak(rule, i + shift, tools[i], source, location(i))
+            for rule, source, positions in zip(rules, self.sources, sinks, strict=True)
+            if source is not None  # (always: asserted; for the type checker)
+            for i in positions
+        ]
+        if len(rules) > 1:
+            found.sort(key=_by_index)
+        self.omitted += _keep(self.violations, found, True)
+        self.calls = shift + calls
+        return found
+
 
 def _leak(rule: str, index: int, tool: str, source: Source, where: Location | None) -> Violation:
     return Violation(rule, "data_flow", index, tool, "sends data out", None, source, where)

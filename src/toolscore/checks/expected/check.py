@@ -126,16 +126,10 @@ class ExpectedCheck(BaseCheck):
         live = self._live
         wide = self._approx
         if live or wide:
-            at: dict[str, list[int]] = {}
-            for i, name in enumerate(tools):
-                if name in live or name in wide:
-                    found = at.get(name)
-                    if found is None:
-                        at[name] = [i]
-                    else:
-                        found.append(i)
             view = self._arg_view
-            for name, where in at.items():
+            for name, where in cols.by_tool().items():
+                if name not in live and name not in wide:
+                    continue
                 targs = [args[i] for i in where]
                 if view is not None:
                     targs = view(name, targs)
