@@ -54,7 +54,7 @@ def _spec(
     orders: list[tuple[str, str]],
     counts: list[tuple[str | None, int | None, int | None]],
     allow: list[str] | None,
-    flow: bool,
+    flow: int,
     match: bool,
     mode: str,
 ) -> dict[str, Any]:
@@ -72,6 +72,12 @@ def _spec(
             "sinks": ["send"],
             "sources": [{"tool": "read", "args": {"path": PRIVATE}}],
         }
+    if flow == 2:  # a list of two rules: a sink call both rules see is two violations
+        spec["data_flow"] = [
+            spec["data_flow"],
+            {"sinks": ["send", "c"], "sources": [{"tool": "b", "args": {"q": 2}}],
+             "credentials": False},
+        ]  # fmt: skip
     if match:
         spec["match"] = ["strict", "unordered", "subset", "superset"]
         spec["arguments"] = {"mode": mode}
@@ -101,15 +107,20 @@ def _oracle(
         if high is not None and len(hits) > high:
             kind = "step_budget_exceeded" if tool is None else "too_many_calls"
             out.append((f"counts[{r}]", kind, hits[high]))
-    if "data_flow" in spec:
+    flows = spec.get("data_flow", [])
+    for r, rule in enumerate(flows if isinstance(flows, list) else [flows]):
+        rule_id = "data_flow" if isinstance(flows, dict) else f"data_flow[{r}]"
+        source = rule["sources"][0]
         first = None
         for i, c in enumerate(calls):
-            if c.result == {"env": KEY} or (c.tool == "read" and c.args == {"path": PRIVATE}):
+            if (rule.get("credentials", True) and c.result == {"env": KEY}) or (
+                c.tool == source["tool"] and c.args == source["args"]
+            ):
                 first = i
                 break
         if first is not None:
-            out += [("data_flow", "data_flow", i) for i, t in enumerate(tools)
-                    if t == "send" and i > first]  # fmt: skip
+            out += [(rule_id, "data_flow", i) for i, t in enumerate(tools)
+                    if t in rule["sinks"] and i > first]  # fmt: skip
     out.sort(key=lambda v: (v[2], v[0]))
     for r, rule in enumerate(spec["counts"]):
         tool = rule.get("tool")
@@ -166,7 +177,7 @@ def _reindexed(calls: list[ToolCall]) -> list[ToolCall]:
     orders=order_st,
     counts=count_st,
     allow=st.none() | st.lists(st.sampled_from(TOOLS), unique=True),
-    flow=st.booleans(),
+    flow=st.integers(0, 2),
     match=st.booleans(),
     mode=modes_st,
     gold_raw=gold_st,
@@ -178,7 +189,7 @@ def test_whole_batches_and_parts_agree_with_the_plain_reading(
     orders: list[tuple[str, str]],
     counts: list[tuple[str | None, int | None, int | None]],
     allow: list[str] | None,
-    flow: bool,
+    flow: int,
     match: bool,
     mode: str,
     gold_raw: list[tuple[str, Any]],
@@ -226,3 +237,27 @@ def test_whole_batches_and_parts_agree_with_the_plain_reading(
     assert seen(main) == expected
     assert [f.message for f in found_p] == [f.message for f in found]
     assert main.state() == whole.state()
+
+
+def test_two_flow_rules_after_their_sources_keep_call_order_across_batches() -> None:
+    """Once both rules have their source, a later batch's sink calls are violations of
+    each rule, in call order (then rule id), as reading the trace in one batch gives."""
+    spec = _spec([], [], None, 2, False, "exact")
+    rules = ruleset(spec)
+    raw: list[tuple[str, Any, Any]] = [
+        ("read", {"path": PRIVATE}, None), ("b", {"q": 2}, None),
+        ("c", {}, None), ("send", {}, None), ("c", {}, None), ("send", {}, None),
+    ]  # fmt: skip
+    calls = _calls(raw)
+    whole = HardRulesCheck(rules)
+    found = whole.feed(Batch(calls=calls, done=calls))
+    batched = HardRulesCheck(rules)
+    found_b = _feed(batched, calls, [2])
+    expected = [
+        ("data_flow[1]", 2), ("data_flow[0]", 3), ("data_flow[1]", 3),
+        ("data_flow[1]", 4), ("data_flow[0]", 5), ("data_flow[1]", 5),
+    ]  # fmt: skip
+    assert [(v.rule, v.index) for v in whole.violations] == expected
+    assert [(v.rule, v.index) for v in batched.violations] == expected
+    assert [f.message for f in found_b] == [f.message for f in found]
+    assert batched.state() == whole.state()
