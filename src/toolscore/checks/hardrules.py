@@ -155,7 +155,7 @@ class HardRulesCheck(BaseCheck):
                 )
             )  # fmt: skip
         if self._flows and batch.n_done:
-            if self.flow.origin and None not in self.flow.sources:
+            if None not in self.flow.sources:
                 found.extend(self._leaks(batch.done_columns()))
             else:
                 span_f = self._flow_span(batch.done_columns())
@@ -332,8 +332,8 @@ class HardRulesCheck(BaseCheck):
         return FlowState(False, n, tuple(sources), tuple(pending), placed, places)
 
     def _leaks(self, cols: Any) -> list[Violation]:
-        """A batch read from the start of the trace once every data-flow rule has its
-        source: each sink call is a violation. What absorbing the batch's
+        """A batch read once every data-flow rule has its source (in the trace so far, or
+        in this part): each sink call is a violation. What absorbing the batch's
         :meth:`_flow_span` finds, made directly (most of a trace's batches come after its
         first source)."""
         groups: dict[str, list[int]] = cols.by_tool()

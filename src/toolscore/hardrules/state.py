@@ -595,11 +595,11 @@ class FlowRun:
         location: Callable[[int], Location | None],
         calls: int,
     ) -> list[Violation]:
-        """Read ``calls`` more calls from the start of the trace, every rule having its
-        source already: each call of ``sinks`` (per rule, its sink calls' positions among
-        the new calls) is a violation. The same as :meth:`absorb` of those calls' own state,
-        without making it. Returns the violations, in call order."""
-        assert self.origin and None not in self.sources
+        """Read ``calls`` more calls, every rule having its source already (in the trace
+        so far, or in this stretch): each call of ``sinks`` (per rule, its sink calls'
+        positions among the new calls) is a violation. The same as :meth:`absorb` of those
+        calls' own state, without making it. Returns the violations, in call order."""
+        assert None not in self.sources
         shift = self.calls
         found = [
             _leak(rule, i + shift, tools[i], source, location(i))
@@ -609,7 +609,7 @@ class FlowRun:
         ]
         if len(rules) > 1:
             found.sort(key=_by_index)
-        self.omitted += _keep(self.violations, found, True)
+        self.omitted += _keep(self.violations, found, self.origin)
         self.calls = shift + calls
         return found
 
