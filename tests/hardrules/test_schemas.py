@@ -3,6 +3,10 @@ checked against them with the failing path."""
 
 from __future__ import annotations
 
+import decimal
+import enum
+from collections import UserDict
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -195,3 +199,77 @@ def test_a_column_passes_only_when_every_call_is_valid(schema: Any, column: list
     plain = [{"q": "x", "limit": 2}] * 3
     if all(validator.is_valid(v) for v in plain):
         assert test(plain)
+
+
+class _Text(str):
+    pass
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+odd_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.integers(2**63, 2**65)
+    | st.floats(allow_nan=False, width=16) | st.just(1.0) | st.just(decimal.Decimal("1.5"))
+    | st.just(complex(1, 1)) | st.just(_Level.LOW) | st.text(max_size=3).map(_Text)
+    | st.text(max_size=3) | st.just(b"x"),
+    lambda inner: st.lists(inner, max_size=3) | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.sampled_from(["q", "limit", "filters", "field", "x"]), inner,
+                      max_size=3).map(lambda d: st.sampled_from([d, MappingProxyType(d),
+                                                                 UserDict(d)]))
+    .flatmap(lambda s: s)
+    | st.dictionaries(st.integers(0, 2), inner, max_size=2),
+    max_leaves=10,
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    schema=simple_schema,
+    column=st.lists(
+        st.dictionaries(st.sampled_from(["q", "limit", "filters", "field", "x", "a b"]),
+                        odd_value, max_size=4),
+        max_size=4,
+    ),
+)  # fmt: skip
+def test_a_column_of_python_values_passes_only_when_every_call_is_valid(
+    schema: Any, column: list[Any]
+) -> None:
+    """Values only Python code makes (tuples, mappings that are not dicts, decimals, enums,
+    str subclasses, bytes, huge ints): the column test may send a valid column to the
+    per-call test, never pass an invalid one."""
+    from jsonschema import Draft202012Validator
+
+    from toolscore.hardrules.schemas import column_test
+
+    test = column_test(schema)
+    if test is not None and test(column):
+        validator = Draft202012Validator(schema)
+        assert all(validator.is_valid(v) for v in column)
+
+
+def test_the_column_test_judges_names_and_types_as_jsonschema_does() -> None:
+    from toolscore.hardrules.schemas import column_test
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "a b": {"type": "string"}, "n": {"type": "number"}, "i": {"type": "integer"},
+            "z": {"type": "null"}, "o": {"type": "object"}, "l": {"type": "array"},
+        },
+        "required": ["a b", "gone"],
+        "additionalProperties": False,
+    }  # fmt: skip
+    test = column_test(schema)
+    assert test is not None
+    ok = {"a b": "x", "gone": 1}
+    assert test([ok, {**ok, "n": 2, "i": 3, "z": None, "o": {}, "l": []}])
+    assert not test([{"a b": "x"}])  # a required name that is not a property
+    assert not test([{**ok, "extra": 1}])
+    assert not test([{**ok, "n": True}])
+    assert not test([{**ok, "i": 1.0}])  # valid, but for the per-call test to say
+    assert not test([{**ok, "z": 0}])
+    assert not test([{**ok, "o": MappingProxyType({})}])
+    assert not test([{**ok, "l": ()}])
+    assert not test([{**ok, 1: 2}])

@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
+from msgspec import UNSET, UnsetType, ValidationError, convert, defstruct
+
 from ..errors import RuleFileError
 
 __all__ = ["SchemaProblem", "ToolSchemas", "error_path", "fast_test", "tool_definitions"]
@@ -287,11 +289,26 @@ _EXACT_TYPES: dict[str, frozenset[type]] = {
 value is an integer too, a subclass of str a string: those go to the per-call test)."""
 
 
+_STRUCT_TYPES: dict[str, Any] = {
+    "string": str, "integer": int, "number": float, "boolean": bool, "null": None,
+}  # fmt: skip
+"""The property types msgspec's ``convert`` accepts exactly when jsonschema's type does, or
+less: a bool is not an integer nor a number, a float is not an integer (an integral one goes
+to the per-call test), an int is a number. Not ``object`` nor ``array``: msgspec takes any
+mapping for a dict and a tuple for a list, which jsonschema does not; those are tested by
+their exact types (:data:`_EXACT_TYPES`)."""
+
+
 def column_test(schema: Any) -> ColumnTest | None:
     """For a simple object schema (see :func:`fast_test`), a test of a whole column of
-    calls' arguments at once, with C-level passes (``map`` over the column): True only when
-    every one is valid. False says nothing about which: the calls are then tested one by
-    one. None for a schema that is not a simple object schema."""
+    calls' arguments at once, in C: True only when every one is valid. False says nothing
+    about which: the calls are then tested one by one. None for a schema that is not a
+    simple object schema.
+
+    The argument names (required, allowed) and the scalar-typed properties are checked by
+    converting the column to a msgspec ``Struct`` made for the schema (one C call); the
+    ``object`` and ``array`` properties by their exact types with ``map``; any other
+    property by its :func:`fast_test`."""
     if fast_test(schema) is None or not isinstance(schema, dict):
         return None
     if schema.get("type") != "object":
@@ -301,42 +318,48 @@ def column_test(schema: Any) -> ColumnTest | None:
     extra = schema.get("additionalProperties", True)
     if extra not in (True, False):
         return None
-    closed = extra is False
-    names = frozenset(props)
-    typed: list[tuple[str, frozenset[type]]] = []
+    fields: list[tuple[Any, ...]] = []
+    rename: dict[str, str] = {}
+    exact: list[tuple[str, frozenset[type]]] = []
     others: list[tuple[str, Test]] = []
-    for name, sub in props.items():
+    for k, (name, sub) in enumerate(props.items()):
         kind = sub.get("type") if isinstance(sub, dict) else None
-        if (
+        typed = (
             isinstance(sub, dict)
             and isinstance(kind, str)
             and set(sub) - _ANNOTATIONS.keys() == {"type"}
-        ):
-            typed.append((name, _EXACT_TYPES[kind] | {object}))
+        )
+        typ: Any = Any
+        if typed and kind in _STRUCT_TYPES:
+            typ = _STRUCT_TYPES[kind]
+        elif typed:  # object: the type of the missing marker
+            exact.append((name, _EXACT_TYPES[str(kind)] | {object}))
         else:
             test = fast_test(sub)
             assert test is not None  # the whole schema has a fast test
             others.append((name, test))
-
-    known: dict[tuple[str, ...], bool] = {}
-
-    def keys_ok(keys: tuple[str, ...]) -> bool:
-        return (not closed or names.issuperset(keys)) and needed.issubset(keys)
+        rename[f"p{k}"] = name  # any name, whatever Python allows in an identifier
+        if name in needed:
+            fields.append((f"p{k}", typ))
+        else:
+            fields.append((f"p{k}", Any if typ is Any else typ | UnsetType, UNSET))
+    for k, name in enumerate(sorted(needed - props.keys())):
+        rename[f"r{k}"] = name
+        fields.append((f"r{k}", Any))
+    shape = defstruct(
+        "Arguments", fields, kw_only=True, forbid_unknown_fields=extra is False,
+        rename=rename, gc=False,
+    )  # fmt: skip
+    target = list[shape]  # type: ignore[valid-type]
 
     def column(col: list[Any]) -> bool:
         if list(map(type, col)).count(dict) != len(col):
             return False
-        if closed or needed:  # each distinct set of argument names judged once
-            for keys in set(map(tuple, col)):
-                ok = known.get(keys)
-                if ok is None:
-                    ok = keys_ok(keys)
-                    if len(known) >= _CACHE:
-                        known.clear()
-                    known[keys] = ok
-                if not ok:
-                    return False
-        for name, types in typed:  # object: the type of the missing marker
+        try:  # names (string keys only), required ones, and the scalar types
+            convert(col, target)
+        except ValidationError:
+            return False
+        for name, types in exact:
             if not types.issuperset(map(type, map(dict.get, col, repeat(name), repeat(_MISSING)))):
                 return False
         for name, test in others:
