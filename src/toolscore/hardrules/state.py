@@ -49,7 +49,7 @@ for the earlier stretch to say whether a source came before them; past that, a p
 another process reports the first 10,000 only."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Violation:
     """A hard rule that failed, at a call (``index``) or at the end of the trace (None)."""
 
@@ -68,6 +68,28 @@ class Violation:
     """Data flow: the call that made the data private, ``(index, tool, what it did)``."""
     where: Location | None = field(default=None, compare=False)
     """Where the call was read (for the finding; not part of what the state says)."""
+
+    def __init__(
+        self,
+        rule: str,
+        kind: str,
+        index: int | None,
+        tool: str | None,
+        detail: str,
+        path: str | None = None,
+        source: tuple[int, str, str] | None = None,
+        where: Location | None = None,
+    ) -> None:
+        # the slots' own setters (frozen: no __setattr__), as Finding does: a data-flow rule
+        # can make a violation of every other call
+        _SET_V_RULE(self, rule)
+        _SET_V_KIND(self, kind)
+        _SET_V_INDEX(self, index)
+        _SET_V_TOOL(self, tool)
+        _SET_V_DETAIL(self, detail)
+        _SET_V_PATH(self, path)
+        _SET_V_SOURCE(self, source)
+        _SET_V_WHERE(self, where)
 
     def moved(self, calls: int, lines: int = 0, source: Source | None = None) -> Violation:
         """The same violation ``calls`` calls and ``lines`` lines further on, made once;
@@ -99,6 +121,15 @@ class Violation:
             return self.detail
         index, tool, why = self.source
         return f"{self.detail} after call {index + 1} {tool} {why}"
+
+
+(
+    _SET_V_RULE, _SET_V_KIND, _SET_V_INDEX, _SET_V_TOOL, _SET_V_DETAIL, _SET_V_PATH,
+    _SET_V_SOURCE, _SET_V_WHERE,
+) = (
+    getattr(Violation, name).__set__
+    for name in ("rule", "kind", "index", "tool", "detail", "path", "source", "where")
+)  # fmt: skip
 
 
 Places = tuple[tuple[int, Location | None], ...]
