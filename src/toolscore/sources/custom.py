@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from operator import attrgetter, itemgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_not, itemgetter
 from typing import Any
 
 import msgspec
@@ -474,16 +475,14 @@ class CustomBlock(Columns):
         return Location(self.source, self.first_line + i)
 
     def _find_failed(self) -> list[int]:
+        # a call failed when its flag is True or its error is truthy (UNSET is falsy, as
+        # False is): the truthy ones found by compress (in C); the flags that are truthy
+        # but not True (a 1, a string) are left out one by one, and there are few
+        positions = range(self.n)
         flags = list(map(_get_is_error, self._items))
-        errors = list(map(_get_error, self._items))
-        n = self.n
-        if flags.count(_UNSET) == n and errors.count(_UNSET) == n:
-            return []
-        return [
-            i
-            for i, (flag, err) in enumerate(zip(flags, errors, strict=True))
-            if flag is True or (err is not _UNSET and err and err is not False)
-        ]
+        failed = set(compress(positions, map(_get_error, self._items)))
+        failed.update(i for i in compress(positions, flags) if flags[i] is True)
+        return sorted(failed)
 
     def error(self, i: int) -> str | None:
         err = self._items[i].error
@@ -492,13 +491,14 @@ class CustomBlock(Columns):
         return err if isinstance(err, str) else str(err)
 
     def durations(self) -> list[float]:
-        return [d for d in map(_get_duration, self._items) if d]
+        return list(filter(None, map(_get_duration, self._items)))
 
     def costs(self) -> list[tuple[str, float]]:
+        costs = list(map(_get_cost, self._items))
+        if costs.count(None) == len(costs):
+            return []
         return [
-            (tool, cost)
-            for tool, cost in zip(self._tools, map(_get_cost, self._items), strict=True)
-            if cost is not None
+            (tool, cost) for tool, cost in zip(self._tools, costs, strict=True) if cost is not None
         ]
 
     def _results(self) -> list[Any]:
@@ -506,7 +506,7 @@ class CustomBlock(Columns):
         (``null``, ``""``, ``0``, ``[]``, ``{}``, ``false``) is None."""
         raws: list[Any] = list(map(_get_result, self._items))
         heads = map(bytes, map(_HEAD, map(_VIEW, raws)))
-        for i in [i for i, head in enumerate(heads) if head in _FALSY_HEADS]:
+        for i in list(compress(range(len(raws)), map(_FALSY_HEADS.__contains__, heads))):
             raw = raws[i]
             if raw is _RAW_NULL or not msgspec.json.decode(raw):
                 raws[i] = None
@@ -525,7 +525,7 @@ class CustomBlock(Columns):
             flags[i] = True
         raw_errors = list(map(_get_error, self._items))
         if raw_errors.count(_UNSET) != n:
-            for i in [i for i, err in enumerate(raw_errors) if err is not _UNSET]:
+            for i in list(compress(range(n), map(is_not, raw_errors, repeat(_UNSET)))):
                 if not isinstance(raw_errors[i], bool):
                     errors[i] = raw_errors[i]
         durations: list[Any] = list(map(_get_duration, self._items))
