@@ -157,3 +157,11 @@ def test_pieces_fit_together() -> None:
             got += session.feed(piece).calls
         got += session.close().calls
         assert [c.tool for c in got] == ["a", "b", "c"], (i, j)
+
+
+@given(data=st.binary(max_size=300) | st.text(max_size=200).map(str.encode))
+def test_newlines_are_counted_as_bytes_count_counts_them(data: bytes) -> None:
+    from toolscore.sources._util import count_newlines
+
+    assert count_newlines(data) == data.count(b"\n")
+    assert count_newlines(data + b"\n\n" + data) == 2 * data.count(b"\n") + 2

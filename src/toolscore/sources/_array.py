@@ -32,6 +32,7 @@ from ._base import Dialect
 from ._depth import TooDeep, decode_checked
 from ._document import DocumentDecoder
 from ._ijson import ItemParser
+from ._util import count_newlines
 
 __all__ = ["ARRAY_PREFIXES", "ArrayDecoder", "suits"]
 
@@ -227,7 +228,9 @@ class ArrayDecoder(DocumentDecoder):
             view = memoryview(chunk)[: cut + 1]
             if self._run(b"".join((b"[", self._buf, view, b"]")), out):
                 taken = cut + len(sep) - 1  # keep the next item's "{"
-                self._newlines += self._buf.count(b"\n") + chunk.count(b"\n", 0, taken)
+                # the chunk's newlines less those of its (short) tail past the cut
+                lines = count_newlines(chunk) - chunk.count(b"\n", taken)
+                self._newlines += self._buf.count(b"\n") + lines
                 self._start += len(self._buf) + taken
                 self._buf = chunk[taken:]
                 return True

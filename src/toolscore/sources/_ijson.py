@@ -20,6 +20,7 @@ import ijson
 from ..errors import InputError, MalformedTrace, TruncatedTrace
 from ..limits import max_value_bytes
 from ._depth import DepthGuard
+from ._util import count_newlines
 
 __all__ = ["ItemParser", "limit_error", "pull_items", "sample_events"]
 
@@ -124,7 +125,7 @@ class ItemParser:
             self._dead = True
             error = _utf8_error(self.source, chunk, self.offset, self.newlines, exc)
         self.offset += len(chunk)
-        self.newlines += chunk.count(b"\n")
+        self.newlines += count_newlines(chunk)
         return self._drain(), error
 
     def close(self) -> tuple[list[Any], InputError | None]:
@@ -185,7 +186,7 @@ class _Feed:
         if size == 0:
             return b""
         self.start += len(self.chunk)
-        self.newlines += self.chunk.count(b"\n")
+        self.newlines += count_newlines(self.chunk)
         if self.fault is not None:
             data = b""
         elif self._head is not None:
