@@ -204,6 +204,7 @@ def _part_batches(
     """Part ``k`` read as JSON Lines, its calls numbered from ``calls``, its lines from
     ``lines``; ``newlines[0]`` counts the part's newlines on the way."""
     from .sources._drive import CHUNK_SIZE
+    from .sources._util import count_newlines
     from .sources.custom import CustomDialect
     from .sources.jsonl import JsonlDecoder
 
@@ -220,7 +221,7 @@ def _part_batches(
             if not chunk:
                 break
             left -= len(chunk)
-            newlines[0] += chunk.count(b"\n")
+            newlines[0] += count_newlines(chunk)
             if on_bytes is not None:
                 try:
                     on_bytes(len(chunk))

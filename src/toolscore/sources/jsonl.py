@@ -20,7 +20,7 @@ from ..errors import FormatNotDetected, InputError
 from ..limits import MARGIN, MAX_DEPTH, bounded_depth, decode_limit_exact, max_value_bytes
 from ._base import Dialect
 from ._depth import TooDeep, decode_checked
-from ._util import error_finding, input_finding, located_finding
+from ._util import count_newlines, error_finding, input_finding, located_finding
 from .detect import not_detected_problem
 
 __all__ = ["JsonlDecoder"]
@@ -156,7 +156,7 @@ class JsonlDecoder(Decoder):
         nl = chunk.find(b"\n")
         first = head + chunk[:nl] if head else memoryview(chunk)[:nl]
         pieces = [first, memoryview(chunk)[nl + 1 : cut]] if nl < cut else [first]
-        count = chunk.count(b"\n", 0, cut) + 1
+        count = count_newlines(chunk) - chunk.count(b"\n", cut) + 1  # (the tail is short)
         block = self.dialect.block_lines(pieces, count, self._line + 1)
         if block is None:
             return False
