@@ -165,3 +165,5 @@ def test_newlines_are_counted_as_bytes_count_counts_them(data: bytes) -> None:
 
     assert count_newlines(data) == data.count(b"\n")
     assert count_newlines(data + b"\n\n" + data) == 2 * data.count(b"\n") + 2
+    for end in (0, len(data) // 2, len(data)):
+        assert count_newlines(data, end) == data.count(b"\n", 0, end)

@@ -228,8 +228,7 @@ class ArrayDecoder(DocumentDecoder):
             view = memoryview(chunk)[: cut + 1]
             if self._run(b"".join((b"[", self._buf, view, b"]")), out):
                 taken = cut + len(sep) - 1  # keep the next item's "{"
-                # the chunk's newlines less those of its (short) tail past the cut
-                lines = count_newlines(chunk) - chunk.count(b"\n", taken)
+                lines = count_newlines(chunk, taken)
                 self._newlines += self._buf.count(b"\n") + lines
                 self._start += len(self._buf) + taken
                 self._buf = chunk[taken:]

@@ -156,7 +156,7 @@ class JsonlDecoder(Decoder):
         nl = chunk.find(b"\n")
         first = head + chunk[:nl] if head else memoryview(chunk)[:nl]
         pieces = [first, memoryview(chunk)[nl + 1 : cut]] if nl < cut else [first]
-        count = count_newlines(chunk) - chunk.count(b"\n", cut) + 1  # (the tail is short)
+        count = count_newlines(chunk, cut) + 1
         block = self.dialect.block_lines(pieces, count, self._line + 1)
         if block is None:
             return False
