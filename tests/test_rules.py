@@ -362,3 +362,42 @@ def test_subclassed_matchers_keep_their_own_answers() -> None:
         ]
     assert compile_rule({"k": _AnyCase("rm -rf")}).select(column) == [0, 1]
     assert compile_rule({"k": _Prefix("rm")}).select(column) == [1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.sampled_from(["run_shell", "sql_query", "search"]),
+            st.sampled_from([{}, {"command": "sudo rm -rf /"}, {"command": "ls"},
+                             {"query": "DROP TABLE x"}, {"query": "select 1"}]),
+        ),
+        max_size=12,
+    )
+)  # fmt: skip
+def test_a_batch_matches_the_same_with_or_without_the_callers_grouping(
+    calls: list[tuple[str, Any]],
+) -> None:
+    """``CompiledRules.match`` groups the batch itself when the caller (the policy check,
+    with the batch's shared grouping) does not."""
+    from toolscore.rules import CompiledRules
+
+    compiled = CompiledRules(
+        rules_from_python(
+            [
+                {"tool": "run_shell", "args": {"command": Contains("sudo")}},
+                {"tool": "run_shell", "args": {"command": Regex(r"\brm\s+-rf\b")}},
+                {"tool": "sql_query", "args": {"query": Regex(r"(?i)drop\s+table")}},
+            ]
+        )
+    )
+    tools = [t for t, _ in calls]
+    args = [a for _, a in calls]
+    groups: dict[str, list[int]] = {}
+    for i, tool in enumerate(tools):
+        groups.setdefault(tool, []).append(i)
+    found = compiled.match(tools, args)
+    assert found == compiled.match(tools, args, groups)
+    expected = [(i, r) for i, (t, a) in enumerate(calls)
+                if (r := compiled.first_match(t, a)) is not None]  # fmt: skip
+    assert found[0] == expected
