@@ -46,6 +46,13 @@ class Columns(ABC):
         self._by_tool: dict[str, list[int]] | None = None
 
     @property
+    def json_values(self) -> bool:
+        """Whether the arguments were decoded from a trace, so hold only JSON values: dicts
+        with string keys, lists, strings, numbers, booleans and None (no tuples, no other
+        mappings, as Python code may pass)."""
+        return self._kind != "any"
+
+    @property
     @abstractmethod
     def tools(self) -> list[str]:
         """Every call's tool name."""

@@ -201,6 +201,54 @@ def test_a_column_passes_only_when_every_call_is_valid(schema: Any, column: list
         assert test(plain)
 
 
+@settings(max_examples=500, deadline=None)
+@given(schema=simple_schema, column=st.lists(any_value, max_size=5))
+def test_the_column_test_for_decoded_json_passes_only_when_every_call_is_valid(
+    schema: Any, column: list[Any]
+) -> None:
+    """The variant for a trace's arguments (JSON values only), which types ``object`` and
+    ``array`` properties in the struct instead of testing their exact types: never passes an
+    invalid column, and passes what the general test passes."""
+    from jsonschema import Draft202012Validator
+
+    from toolscore.hardrules.schemas import column_test
+
+    test = column_test(schema, json_values=True)
+    general = column_test(schema)
+    assert (test is None) == (general is None)
+    if test is None or general is None:
+        return
+    validator = Draft202012Validator(schema)
+    if test(column):
+        assert all(validator.is_valid(v) for v in column)
+    if general(column):
+        assert test(column)
+
+
+def test_the_column_test_for_decoded_json_types_objects_and_arrays() -> None:
+    from toolscore.hardrules.schemas import ToolSchemas
+
+    schema = {
+        "type": "object",
+        "properties": {"o": {"type": "object"}, "l": {"type": "array"}, "q": {"type": "string"}},
+        "required": ["q"],
+        "additionalProperties": False,
+    }
+    schemas = ToolSchemas({"t": schema})
+    ok = [{"q": "x", "o": {"a": [1]}, "l": [{"b": 2}]}, {"q": "y"}]
+    assert schemas.all_valid("t", ok, json_values=True)
+    assert schemas.all_valid("t", ok)
+    for bad in ({"q": "x", "o": []}, {"q": "x", "l": {}}, {"q": "x", "o": "{}"}, {"q": 1}, [],
+                None, "q"):  # fmt: skip
+        assert not schemas.all_valid("t", [*ok, bad], json_values=True)
+        assert not schemas.all_valid("t", [*ok, bad])
+    # what only Python code passes is for the general test to refuse (the per-call test
+    # then says): the variant for decoded JSON is never given it
+    assert not schemas.all_valid("t", [{"q": "x", "l": ()}])
+    assert not schemas.all_valid("t", [{"q": "x", "o": MappingProxyType({})}])
+    assert not schemas.all_valid("t", [MappingProxyType({"q": "x"})])
+
+
 class _Text(str):
     pass
 

@@ -246,9 +246,10 @@ class HardRulesCheck(BaseCheck):
         out: list[Violation] = []
         suspects: list[int] = []
         declared = self._schema_tools
+        json_values = cols.json_values
         for tool, positions in groups.items():
             if tool in declared and not schemas.all_valid(
-                tool, list(map(args.__getitem__, positions))
+                tool, list(map(args.__getitem__, positions)), json_values=json_values
             ):
                 suspects.extend(positions)
         suspects.sort()

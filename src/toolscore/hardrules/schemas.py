@@ -298,8 +298,12 @@ to the per-call test), an int is a number. Not ``object`` nor ``array``: msgspec
 mapping for a dict and a tuple for a list, which jsonschema does not; those are tested by
 their exact types (:data:`_EXACT_TYPES`)."""
 
+_JSON_STRUCT_TYPES: dict[str, Any] = {**_STRUCT_TYPES, "array": list, "object": dict}
+""":data:`_STRUCT_TYPES` for values a JSON decoder made, where every mapping is a dict and
+every sequence a list: ``object`` and ``array`` too."""
 
-def column_test(schema: Any) -> ColumnTest | None:
+
+def column_test(schema: Any, *, json_values: bool = False) -> ColumnTest | None:
     """For a simple object schema (see :func:`fast_test`), a test of a whole column of
     calls' arguments at once, in C: True only when every one is valid. False says nothing
     about which: the calls are then tested one by one. None for a schema that is not a
@@ -308,7 +312,16 @@ def column_test(schema: Any) -> ColumnTest | None:
     The argument names (required, allowed) and the scalar-typed properties are checked by
     converting the column to a msgspec ``Struct`` made for the schema (one C call); the
     ``object`` and ``array`` properties by their exact types with ``map``; any other
-    property by its :func:`fast_test`."""
+    property by its :func:`fast_test`.
+
+    Args:
+        schema: the tool's schema.
+        json_values: the columns tested hold only what a JSON decoder makes (dicts with
+            string keys, lists, strings, numbers, booleans, None; no tuples, no other
+            mappings), as a trace's do. The ``object`` and ``array`` properties are then
+            typed in the ``Struct`` too, and the conversion is the whole test but for the
+            other properties.
+    """
     if fast_test(schema) is None or not isinstance(schema, dict):
         return None
     if schema.get("type") != "object":
@@ -318,6 +331,7 @@ def column_test(schema: Any) -> ColumnTest | None:
     extra = schema.get("additionalProperties", True)
     if extra not in (True, False):
         return None
+    struct_types = _JSON_STRUCT_TYPES if json_values else _STRUCT_TYPES
     fields: list[tuple[Any, ...]] = []
     rename: dict[str, str] = {}
     exact: list[tuple[str, frozenset[type]]] = []
@@ -330,8 +344,8 @@ def column_test(schema: Any) -> ColumnTest | None:
             and set(sub) - _ANNOTATIONS.keys() == {"type"}
         )
         typ: Any = Any
-        if typed and kind in _STRUCT_TYPES:
-            typ = _STRUCT_TYPES[kind]
+        if typed and kind in struct_types:
+            typ = struct_types[kind]
         elif typed:  # object: the type of the missing marker
             exact.append((name, _EXACT_TYPES[str(kind)] | {object}))
         else:
@@ -350,13 +364,15 @@ def column_test(schema: Any) -> ColumnTest | None:
         "Arguments", fields, kw_only=True, forbid_unknown_fields=extra is False,
         rename=rename, gc=False,
     )  # fmt: skip
-    target = list[shape]  # type: ignore[valid-type]
+    # the column as the one field of a struct: msgspec keeps what it learnt of a Struct
+    # type, and would read a ``list[shape]`` afresh at every call (a microsecond)
+    target = defstruct("Column", [("calls", list[shape])], gc=False)  # type: ignore[valid-type]
 
     def column(col: list[Any]) -> bool:
-        if list(map(type, col)).count(dict) != len(col):
+        if not json_values and list(map(type, col)).count(dict) != len(col):
             return False
         try:  # names (string keys only), required ones, and the scalar types
-            convert(col, target)
+            convert({"calls": col}, target)
         except ValidationError:
             return False
         for name, types in exact:
@@ -372,12 +388,13 @@ def column_test(schema: Any) -> ColumnTest | None:
 
 
 class _Compiled:
-    __slots__ = ("_validator", "cache", "column", "fast", "schema")
+    __slots__ = ("_validator", "cache", "column", "column_json", "fast", "schema")
 
     def __init__(self, schema: Any, fast: Test | None, validator: Any = None) -> None:
         self.schema = schema
         self.fast = fast
         self.column = column_test(schema) if fast is not None else None
+        self.column_json = column_test(schema, json_values=True) if fast is not None else None
         self._validator = validator
         self.cache: dict[bytes, SchemaProblem | None] = {}
 
@@ -464,14 +481,15 @@ class ToolSchemas:
         """Both sets; ``other`` wins for a tool both define."""
         return ToolSchemas({**self.schemas, **other.schemas})
 
-    def all_valid(self, tool: str, column: list[Any]) -> bool:
+    def all_valid(self, tool: str, column: list[Any], *, json_values: bool = False) -> bool:
         """True when every call's arguments in ``column`` (calls to ``tool``) surely match
         its schema, tested a column at a time; False: test them one by one
-        (:meth:`problem`)."""
+        (:meth:`problem`). ``json_values``: the arguments were decoded from JSON (see
+        :func:`column_test`)."""
         compiled = self._compiled.get(tool)
         if compiled is None:
             return True
-        test = compiled.column
+        test = compiled.column_json if json_values else compiled.column
         return test is not None and test(column)
 
     def problem(self, tool: str, args: Any, key: bytes | None = None) -> SchemaProblem | None:
