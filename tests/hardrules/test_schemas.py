@@ -297,6 +297,75 @@ def test_a_column_of_python_values_passes_only_when_every_call_is_valid(
         assert all(validator.is_valid(v) for v in column)
 
 
+def _shuffled(schema: Any) -> st.SearchStrategy[Any]:
+    """``schema`` with its keywords (and those of its subschemas) in any order: the order
+    jsonschema reports errors in, which decides between equally good ones."""
+    if not isinstance(schema, dict):
+        return st.just(schema)
+    parts = {
+        k: (st.fixed_dictionaries({n: _shuffled(v) for n, v in schema[k].items()})
+            if k == "properties" else _shuffled(schema[k]) if k in ("items",
+            "additionalProperties") else st.just(schema[k]))
+        for k in schema
+    }  # fmt: skip
+
+    def build(keys: list[str]) -> st.SearchStrategy[Any]:
+        return st.tuples(*(parts[k] for k in keys)).map(
+            lambda values: dict(zip(keys, values, strict=True))
+        )
+
+    return st.permutations(list(schema)).flatmap(build)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    schema=simple_schema.flatmap(_shuffled),
+    value=any_value | odd_value | st.dictionaries(
+        st.sampled_from(["q", "limit", "filters", "field", "x"]), any_value | odd_value,
+        max_size=4,
+    ),
+)  # fmt: skip
+def test_a_simple_schema_is_described_as_jsonschema_describes_it(schema: Any, value: Any) -> None:
+    """Path, problem and count of a failing call, found without jsonschema for a simple
+    schema: what jsonschema's best match says."""
+    from jsonschema import Draft202012Validator
+
+    from toolscore.hardrules.schemas import ToolSchemas, subset_problem
+
+    try:
+        expected = ToolSchemas._validate(Draft202012Validator(schema), value)
+    except TypeError:  # paths that cannot be ordered: subset_problem raises too
+        with pytest.raises(TypeError):
+            subset_problem(schema, value)
+        return
+    assert subset_problem(schema, value) == expected
+
+
+def test_a_simple_schema_needs_no_jsonschema() -> None:
+    """Describing a failing call against a simple schema does not import jsonschema (a
+    tenth of a second); in a fresh interpreter, since the tests import it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from toolscore.hardrules.schemas import ToolSchemas\n"
+        "s = ToolSchemas({'t': {'type': 'object', 'properties': {'q': {'type': 'string'}},"
+        " 'required': ['q'], 'additionalProperties': False}})\n"
+        "print(s.problem('t', {'q': 1, 'x': 2}))\n"
+        "print(s.problem('t', {}))\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == [
+        "('', \"unexpected argument 'x'\", 2)",
+        "('', \"'q' is a required property\", 1)",
+        "False",
+    ]
+
+
 def test_the_column_test_judges_names_and_types_as_jsonschema_does() -> None:
     from toolscore.hardrules.schemas import column_test
 
