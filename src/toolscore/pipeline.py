@@ -103,6 +103,9 @@ class Pipeline:
         self.redact_pii: frozenset[str] = active_pii()
         """Personal-data kinds redacted from findings too (see :func:`redact_findings`)."""
         self.on_calls = on_calls
+        self._taker: tuple[CallSink | None, Callable[[Columns], None] | None] = (None, None)
+        """The ``on_calls`` sink last seen and its ``take_columns`` (None for a sink that is
+        no :class:`ColumnSink`): a protocol check costs tens of microseconds a batch."""
         self._waiting: dict[int, ToolCall] = {}
         self._open: dict[int, ToolCall] = {}
         """Calls read whose result has not come yet (bounded by the dialect's
@@ -300,8 +303,12 @@ def _call_sinks(pipeline: Pipeline, batch: Batch, found: list[Finding]) -> list[
     pending: list[Any] = []
     sink = pipeline.on_calls
     if sink is not None and batch.n_done:
-        if isinstance(sink, ColumnSink):
-            sink.take_columns(batch.done_columns())
+        seen, take = pipeline._taker
+        if seen is not sink:
+            take = sink.take_columns if isinstance(sink, ColumnSink) else None
+            pipeline._taker = sink, take
+        if take is not None:
+            take(batch.done_columns())
         else:
             pending.append(sink(batch.done))
     if found and pipeline.on_finding is not None:
