@@ -40,9 +40,12 @@ HARD_RULES = {
 }
 """Every kind of hard rule a call can break, with the forbidden rules."""
 KEY = "sk-ant-" + "aB3xY9" * 5
+SECRET_TOOL = f"tool-{KEY}"
+"""A tool whose name holds a credential: the hard rules' findings about it (the allowlist's)
+reach the main process in a part's state, and are redacted there."""
 
 call = st.fixed_dictionaries(
-    {"tool": st.sampled_from(["search", "fetch", "run_shell", "write", "other"])},
+    {"tool": st.sampled_from(["search", "fetch", "run_shell", "write", "other", SECRET_TOOL])},
     optional={
         "args": st.sampled_from(
             [{}, {"q": "weather"}, {"q": "news"}, {"url": "http://x"}, {"url": "https://x"},
@@ -187,6 +190,18 @@ def test_parts_with_hard_rules_give_the_findings_in_one_process_order(
     at = sorted({round(c * len(lines)) for c in cuts} & set(range(1, len(lines) + 1)))
     one = _in_one(path, tmp_path, HARD_RULES)
     assert _in_parts(path, at, tmp_path, per_process, rules=HARD_RULES) == one
+
+
+def test_hard_rule_findings_of_a_part_are_redacted(tmp_path: Path) -> None:
+    calls = [{"tool": "search"}, {"tool": "fetch"}, {"tool": SECRET_TOOL}, {"tool": "write"}]
+    path = _write(tmp_path, [json.dumps(c) for c in calls])
+    record, report, findings = _in_parts(path, [2], tmp_path, rules=HARD_RULES)
+    assert (record, report, findings) == _in_one(path, tmp_path, HARD_RULES)
+    assert [(f["call_index"], f["kind"]) for f in findings if f["check"] == "rules"] == [
+        (2, "tool_not_allowed"),
+        (3, "data_flow"),
+    ]
+    assert KEY not in json.dumps(findings) and KEY not in json.dumps(report["findings"])
 
 
 def test_hard_rule_findings_of_a_part_keep_their_place(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ from .checks._base import BaseCheck, State
 from .errors import InputError
 from .limits import PARALLEL_MIN_BYTES
 from .pipeline import Pipeline, emit_sync, feed_sync, finding_order
+from .redact import redact_findings
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -488,6 +489,8 @@ def _merge(pipeline: Pipeline, part: PartResult, calls: int, lines: int) -> None
     # order, and at one call in the order of the checks (a bad line first); before the
     # part's own findings of the same check at the same call
     key = _finding_key([check.name for check in pipeline.checks])
+    # the part's own findings were redacted where they were found; the merge's are now
+    pending = redact_findings(pending, pipeline.redact_pii)
     pending.sort(key=key)
     with open(part.findings, "rb") as fh:
         while True:
@@ -504,8 +507,8 @@ def _merge(pipeline: Pipeline, part: PartResult, calls: int, lines: int) -> None
                 if cut:
                     found = list(heapq.merge(pending[:cut], found, key=key))
                     del pending[:cut]
-            emit_sync(pipeline, found)
-    emit_sync(pipeline, pending)
+            emit_sync(pipeline, found, redacted=True)
+    emit_sync(pipeline, pending, redacted=True)
 
 
 def _finding_key(names: list[str]) -> Callable[[Finding], tuple[int, int, int]]:

@@ -162,15 +162,18 @@ class Pipeline:
                 if not call.complete:
                     open_calls[call.index] = call
 
-    def _collect(self, batch: Batch, per_check: list[list[Finding]]) -> list[Finding]:
+    def _collect(
+        self, batch: Batch, per_check: list[list[Finding]], *, redacted: bool = False
+    ) -> list[Finding]:
         found: list[Finding] = list(batch.findings)
         for findings in per_check:
             found.extend(findings)
         if len(found) > 1:
             found.sort(key=finding_order)
         if found:
-            # whatever check made them (a user's too): nothing quoted leaves unredacted
-            found = redact_findings(found, self.redact_pii)
+            if not redacted:
+                # whatever check made them (a user's too): nothing quoted leaves unredacted
+                found = redact_findings(found, self.redact_pii)
             self._count_input(found)
         room = MAX_KEPT_FINDINGS - len(self.findings)
         if room >= len(found):
@@ -337,10 +340,12 @@ def feed_sync(pipeline: Pipeline, batches: Iterable[Batch]) -> bool:
     return True
 
 
-def emit_sync(pipeline: Pipeline, found: list[Finding]) -> None:
-    """Hand findings made outside a batch (a merge's) to the pipeline and its sinks."""
+def emit_sync(pipeline: Pipeline, found: list[Finding], *, redacted: bool = False) -> None:
+    """Hand findings made outside a batch (a merge's) to the pipeline and its sinks;
+    ``redacted``: they were redacted already (by another process's pipeline, with the same
+    kinds)."""
     if found:
-        _sync_sinks(pipeline, Batch(), pipeline._collect(Batch(), [found]))
+        _sync_sinks(pipeline, Batch(), pipeline._collect(Batch(), [found], redacted=redacted))
 
 
 def finish_sync(pipeline: Pipeline) -> None:
