@@ -124,3 +124,27 @@ def test_findings_memory_benchmark_runs_within_its_target() -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "findings counted: 60,000" in proc.stdout
+
+
+def test_the_findings_spool_writes_any_field_value(tmp_path: Path) -> None:
+    """A finding's line is written by orjson without options; a field a user's check filled
+    with what that refuses (an integer beyond 64 bits, an object) goes the long way, as any
+    value in the report does."""
+    from toolscore.calls import Finding, Location
+    from toolscore.reports.json import FindingSpool, dumps
+
+    found = [
+        Finding("policy", "forbidden_call", "error", None, 3, "run_shell", Location("t", 4),
+                rule=0, detail="delete", template="call {call} {tool}: {detail}"),
+        Finding("mine", "odd", "warning", 2**70, 5, "t", None),
+        Finding("mine", "odd", "warning", None, 6, "t", None, preview=object()),  # type: ignore[arg-type]
+    ]  # fmt: skip
+    with FindingSpool(tmp_path) as spool:
+        spool(found)
+        out = tmp_path / "findings"
+        spool.save(out)
+    lines = out.read_bytes().split(b",\n    ")
+    assert lines[:3] == [dumps(f.to_json()) for f in found] and lines[3] == b""
+    assert orjson.loads(lines[0])["message"] == "call 4 run_shell: delete"
+    assert json.loads(lines[1])["message"] == 2**70
+    assert json.loads(lines[2])["preview"].startswith("<object object")
