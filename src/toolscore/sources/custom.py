@@ -431,6 +431,8 @@ class CustomBlock(Columns):
 
     __slots__ = (
         "_args",
+        "_durations_raw",
+        "_errors_raw",
         "_extras",
         "_items",
         "_location",
@@ -457,6 +459,8 @@ class CustomBlock(Columns):
         self._tools: list[str] = list(map(_get_tool, items))
         self._args: list[Any] = list(map(_get_args, items))
         self._location = Location(source)
+        self._errors_raw: list[Any] | None = None
+        self._durations_raw: list[Any] | None = None
 
     @property
     def tools(self) -> list[str]:
@@ -480,7 +484,7 @@ class CustomBlock(Columns):
         # but not True (a 1, a string) are left out one by one, and there are few
         positions = range(self.n)
         flags = list(map(_get_is_error, self._items))
-        failed = set(compress(positions, map(_get_error, self._items)))
+        failed = set(compress(positions, self._raw_errors()))
         failed.update(i for i in compress(positions, flags) if flags[i] is True)
         return sorted(failed)
 
@@ -491,7 +495,20 @@ class CustomBlock(Columns):
         return err if isinstance(err, str) else str(err)
 
     def durations(self) -> list[float]:
-        return list(filter(None, map(_get_duration, self._items)))
+        return list(filter(None, self._raw_durations()))
+
+    def _raw_errors(self) -> list[Any]:
+        """Every call's ``error`` as decoded (``UNSET`` where it has none): read once for
+        the failed calls and the records."""
+        if self._errors_raw is None:
+            self._errors_raw = list(map(_get_error, self._items))
+        return self._errors_raw
+
+    def _raw_durations(self) -> list[Any]:
+        """Every call's ``duration`` as decoded: read once for the metrics and the records."""
+        if self._durations_raw is None:
+            self._durations_raw = list(map(_get_duration, self._items))
+        return self._durations_raw
 
     def costs(self) -> list[tuple[str, float]]:
         costs = list(map(_get_cost, self._items))
@@ -523,12 +540,12 @@ class CustomBlock(Columns):
         errors: list[Any] = [None] * n
         for i in self.failed():
             flags[i] = True
-        raw_errors = list(map(_get_error, self._items))
+        raw_errors = self._raw_errors()
         if raw_errors.count(_UNSET) != n:
             for i in list(compress(range(n), map(is_not, raw_errors, repeat(_UNSET)))):
                 if not isinstance(raw_errors[i], bool):
                     errors[i] = raw_errors[i]
-        durations: list[Any] = list(map(_get_duration, self._items))
+        durations: list[Any] = self._raw_durations()
         if 0 in durations:
             durations = [d or None for d in durations]
         return list(
