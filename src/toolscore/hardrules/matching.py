@@ -138,15 +138,20 @@ def column_match(
     if (
         per_arg
         or mode == "superset"
-        or not isinstance(expected, Mapping)
+        or not (expected.__class__ is dict or isinstance(expected, Mapping))
         or list(map(type, column)).count(dict) != n
     ):
         return [args_match(expected, a, mode, per_arg, strict) for a in column]
     want = dict(expected)
+    keys = want.keys()
+    size = len(want)
+    # the key sets compared only where the sizes allow (a size is one C call a dict)
     if mode == "exact":
-        alive = list(compress(range(n), map(want.keys().__eq__, map(dict.keys, column))))
+        sized = compress(range(n), map(size.__eq__, map(len, column)))
+        alive = [j for j in sized if keys == column[j].keys()]
     else:  # subset
-        alive = list(compress(range(n), map(frozenset(want).issubset, column)))
+        sized = compress(range(n), map(size.__le__, map(len, column)))
+        alive = [j for j in sized if keys <= column[j].keys()]
     for key, value in want.items():
         if not alive:
             break
