@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,9 @@ __all__ = ["DistinctCounter", "DistinctSet"]
 _LOW = -(1 << 63)
 _HIGH = 1 << 63
 _ITEM = array("q").itemsize
+_SHIFTS = {1 << k: 64 - k for k in range(1, 64)}
+"""For a fanout of 2**k, the shift that leaves a value's top k bits: the sub-ranges of the
+whole range are the values of ``v >> shift``, in order."""
 
 
 class DistinctCounter:
@@ -91,10 +94,16 @@ class DistinctCounter:
         return self._spills > 0
 
     def _spill(self) -> None:
-        values = sorted(self._buf)
+        shift = _SHIFTS.get(self.fanout)
+        if shift is None:
+            values = sorted(self._buf)
+            key = None
+        else:  # a value's range is its top bits: ordered by them alone (a quarter quicker)
+            key = shift.__rrshift__
+            values = sorted(self._buf, key=key)
         self._buf = array("q")
         self._count = None
-        self._write_runs(values, _LOW, _HIGH, self._run_lists(), self._run_dir())
+        self._write_runs(values, _LOW, _HIGH, self._run_lists(), self._run_dir(), key)
         self._spills += 1
 
     def _run_lists(self) -> list[list[Path]]:
@@ -109,14 +118,24 @@ class DistinctCounter:
         return self._dir
 
     def _write_runs(
-        self, values: list[int], lo: int, hi: int, runs: list[list[Path]], where: Path
+        self,
+        values: list[int],
+        lo: int,
+        hi: int,
+        runs: list[list[Path]],
+        where: Path,
+        key: Callable[[int], int] | None = None,
     ) -> None:
-        """Append the sorted ``values`` (all in ``[lo, hi)``) to one run file per sub-range."""
+        """Append the sorted ``values`` (all in ``[lo, hi)``) to one run file per sub-range;
+        with ``key`` (a shift by :data:`_SHIFTS`, over the whole range), sorted by it only."""
         step = -(-(hi - lo) // self.fanout)
         start = 0
         for part in range(self.fanout):
             bound = min(lo + (part + 1) * step, hi)
-            end = bisect_left(values, bound, start)
+            if key is None:
+                end = bisect_left(values, bound, start)
+            else:
+                end = bisect_left(values, key(bound), start, key=key)
             if end > start:
                 path = where / f"{id(runs):x}-{part}"
                 with open(path, "ab") as fh:
