@@ -3,8 +3,9 @@
 ``identical_count`` needs the number of distinct call signatures in the whole trace, which an
 in-memory set would make grow with the trace. :class:`DistinctCounter` buffers at most
 ``memory_entries`` values in a flat ``array('q')`` (8 bytes each); when the buffer fills, its
-values are sorted and appended, split by value range, to ``fanout`` run files on disk (a
-partitioned external hash, the way databases count distinct values). The ranges are disjoint,
+values are ordered by value range (by their top bits alone when ``fanout`` is a power of
+two) and appended, split by range, to ``fanout`` run files on disk (a partitioned external
+hash, the way databases count distinct values). The ranges are disjoint,
 so the distinct count is the sum of the distinct counts of the partitions, each counted on its
 own (in a set) at the end; a partition too big for the budget is split again by the next bits
 of its range.
