@@ -371,6 +371,8 @@ def test_a_simple_schema_needs_no_jsonschema() -> None:
 
 
 def test_the_column_test_judges_names_and_types_as_jsonschema_does() -> None:
+    from jsonschema import Draft202012Validator
+
     from toolscore.hardrules.schemas import column_test
 
     schema = {
@@ -379,14 +381,15 @@ def test_the_column_test_judges_names_and_types_as_jsonschema_does() -> None:
             "a b": {"type": "string"}, "n": {"type": "number"}, "i": {"type": "integer"},
             "z": {"type": "null"}, "o": {"type": "object"}, "l": {"type": "array"},
         },
-        "required": ["a b", "gone"],
+        "required": ["a b"],
         "additionalProperties": False,
     }  # fmt: skip
     test = column_test(schema)
     assert test is not None
-    ok = {"a b": "x", "gone": 1}
-    assert test([ok, {**ok, "n": 2, "i": 3, "z": None, "o": {}, "l": []}])
-    assert not test([{"a b": "x"}])  # a required name that is not a property
+    ok = {"a b": "x"}
+    valid = [ok, {**ok, "n": 2, "i": 3, "z": None, "o": {}, "l": []}]
+    assert all(map(Draft202012Validator(schema).is_valid, valid)) and test(valid)
+    assert not test([{"n": 2}])  # a required name missing
     assert not test([{**ok, "extra": 1}])
     assert not test([{**ok, "n": True}])
     assert not test([{**ok, "i": 1.0}])  # valid, but for the per-call test to say
@@ -394,3 +397,22 @@ def test_the_column_test_judges_names_and_types_as_jsonschema_does() -> None:
     assert not test([{**ok, "o": MappingProxyType({})}])
     assert not test([{**ok, "l": ()}])
     assert not test([{**ok, 1: 2}])
+    # a required name that is not a property, where other names are allowed
+    open_schema = {**schema, "required": ["a b", "gone"], "additionalProperties": True}
+    open_test = column_test(open_schema)
+    assert open_test is not None
+    assert open_test([{"a b": "x", "gone": 1}]) and not open_test([ok])
+
+
+def test_a_required_name_that_no_property_allows_fails_every_column() -> None:
+    """Required, but not a property, with no other property allowed: no call can be valid
+    (found by the hypothesis test of Python values: the Struct took the name as a field)."""
+    from toolscore.hardrules.schemas import ToolSchemas, column_test
+
+    schema = {"type": "object", "properties": {}, "required": ["limit"],
+              "additionalProperties": False}  # fmt: skip
+    for json_values in (False, True):
+        test = column_test(schema, json_values=json_values)
+        assert test is not None and not test([{"limit": None}]) and not test([{}])
+    problem = ToolSchemas({"t": schema}).problem("t", {"limit": None})
+    assert problem == ("", "unexpected argument 'limit'", 1)

@@ -387,6 +387,10 @@ _JSON_STRUCT_TYPES: dict[str, Any] = {**_STRUCT_TYPES, "array": list, "object": 
 every sequence a list: ``object`` and ``array`` too."""
 
 
+def _none_valid(col: list[Any]) -> bool:
+    return not col
+
+
 def column_test(schema: Any, *, json_values: bool = False) -> ColumnTest | None:
     """For a simple object schema (see :func:`fast_test`), a test of a whole column of
     calls' arguments at once, in C: True only when every one is valid. False says nothing
@@ -415,6 +419,10 @@ def column_test(schema: Any, *, json_values: bool = False) -> ColumnTest | None:
     extra = schema.get("additionalProperties", True)
     if extra not in (True, False):
         return None
+    if extra is False and not needed <= props.keys():
+        # a required name that is no property, and no other allowed: no call is valid (the
+        # Struct would take the name as a field)
+        return _none_valid
     struct_types = _JSON_STRUCT_TYPES if json_values else _STRUCT_TYPES
     fields: list[tuple[Any, ...]] = []
     rename: dict[str, str] = {}
