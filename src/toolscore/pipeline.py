@@ -105,7 +105,7 @@ class Pipeline:
         self.on_calls = on_calls
         self._taker: tuple[CallSink | None, Callable[[Columns], None] | None] = (None, None)
         """The ``on_calls`` sink last seen and its ``take_columns`` (None for a sink that is
-        no :class:`ColumnSink`): a protocol check costs tens of microseconds a batch."""
+        no :class:`ColumnSink`): a protocol check costs microseconds, too many for every batch."""
         self._waiting: dict[int, ToolCall] = {}
         self._open: dict[int, ToolCall] = {}
         """Calls read whose result has not come yet (bounded by the dialect's
