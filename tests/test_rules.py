@@ -370,7 +370,8 @@ def test_subclassed_matchers_keep_their_own_answers() -> None:
         st.tuples(
             st.sampled_from(["run_shell", "sql_query", "search"]),
             st.sampled_from([{}, {"command": "sudo rm -rf /"}, {"command": "ls"},
-                             {"query": "DROP TABLE x"}, {"query": "select 1"}]),
+                             {"command": "rm  -rf"}, {"query": "DROP TABLE x"},
+                             {"query": "select 1"}]),
         ),
         max_size=12,
     )
@@ -398,6 +399,13 @@ def test_a_batch_matches_the_same_with_or_without_the_callers_grouping(
         groups.setdefault(tool, []).append(i)
     found = compiled.match(tools, args)
     assert found == compiled.match(tools, args, groups)
+    # and with the batch's shared columns of arguments (a tool's calls left for its later
+    # rules are the ones no earlier rule matched)
+    from toolscore.calls import ToolCall
+    from toolscore.columns import ListColumns
+
+    cols = ListColumns([ToolCall(t, a) for t, a in calls])
+    assert found == compiled.match(tools, args, cols.by_tool(), cols.args_of)
     expected = [(i, r) for i, (t, a) in enumerate(calls)
                 if (r := compiled.first_match(t, a)) is not None]  # fmt: skip
     assert found[0] == expected

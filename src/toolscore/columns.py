@@ -34,7 +34,7 @@ class Columns(ABC):
     the trace.
     """
 
-    __slots__ = ("_by_tool", "_failed", "_kind", "_sigs", "n")
+    __slots__ = ("_args_of", "_by_tool", "_failed", "_kind", "_sigs", "n")
 
     def __init__(self, n: int, kind: Canonical) -> None:
         self.n = n
@@ -44,6 +44,7 @@ class Columns(ABC):
         self._sigs: list[bytes] | None = None
         self._failed: list[int] | None = None
         self._by_tool: dict[str, list[int]] | None = None
+        self._args_of: dict[str, list[Any]] = {}
 
     @property
     def json_values(self) -> bool:
@@ -119,6 +120,16 @@ class Columns(ABC):
                 groups[tool].append(i)
             self._by_tool = dict(groups)
         return self._by_tool
+
+    def args_of(self, tool: str) -> list[Any]:
+        """The arguments of ``tool``'s calls, in the order of :meth:`by_tool`'s positions
+        (computed once a tool and shared: the policy, expected-calls and hard-rules checks
+        each read them). The list is shared: do not change it."""
+        column = self._args_of.get(tool)
+        if column is None:
+            args = self.args
+            column = self._args_of[tool] = [args[i] for i in self.by_tool().get(tool, ())]
+        return column
 
     def failed(self) -> list[int]:
         """The positions of the calls that failed (:attr:`ToolCall.is_error`), in order

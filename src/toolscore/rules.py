@@ -354,13 +354,15 @@ class CompiledRules:
         tools: list[str],
         args: list[Any],
         groups: Mapping[str, list[int]] | None = None,
+        column_of: Callable[[str], list[Any]] | None = None,
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """A batch's calls (its columns of tool names and ``args``), a tool at a time and a
         rule at a time: ``(position, rule index)`` for each call that matches a rule, its
         first, in call order; and ``(position, rule index)`` for each pattern match that
         timed out (the call was then tested against the later rules), in call order.
         ``groups``: each tool's positions, when the caller has them
-        (:meth:`~toolscore.columns.Columns.by_tool`)."""
+        (:meth:`~toolscore.columns.Columns.by_tool`); ``column_of``: with them, a tool's
+        calls' ``args`` at those positions (:meth:`~toolscore.columns.Columns.args_of`)."""
         by_tool = self._by_tool
         if groups is None:
             mine: dict[str, list[int]] = {}
@@ -375,8 +377,12 @@ class CompiledRules:
             ruled = by_tool.get(tool)
             if ruled is None:
                 continue
+            if column_of is None:
+                column = [args[i] for i in positions]
+            else:
+                column = column_of(tool)
             for rule_index, rule in ruled:
-                found = rule.select([args[i] for i in positions], timeouts)
+                found = rule.select(column, timeouts)
                 if timeouts:
                     timed_out.extend((positions[j], rule_index) for j in timeouts)
                     timeouts.clear()
@@ -387,6 +393,7 @@ class CompiledRules:
                     break
                 taken = set(found)
                 positions = [p for j, p in enumerate(positions) if j not in taken]
+                column = [a for j, a in enumerate(column) if j not in taken]
         matched.sort()
         timed_out.sort()
         return matched, timed_out

@@ -249,7 +249,7 @@ class HardRulesCheck(BaseCheck):
         json_values = cols.json_values
         for tool, positions in groups.items():
             if tool in declared and not schemas.all_valid(
-                tool, list(map(args.__getitem__, positions)), json_values=json_values
+                tool, cols.args_of(tool), json_values=json_values
             ):
                 suspects.extend(positions)
         suspects.sort()
@@ -271,12 +271,11 @@ class HardRulesCheck(BaseCheck):
         """For each call, the expected calls it matches (bit g: expected call g)."""
         by_tool = self._gold_by_tool
         masks = [0] * cols.n
-        args = cols.args
         gold = self.gold
         for tool, positions in groups.items():
             if tool not in by_tool:
                 continue
-            column = list(map(args.__getitem__, positions))
+            column = cols.args_of(tool)
             mode, per_arg = call_modes(self.rules.arguments, tool)
             for g in by_tool[tool]:
                 bit = 1 << g

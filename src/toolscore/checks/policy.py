@@ -107,7 +107,7 @@ class PolicyCheck(BaseCheck):
         self.calls += cols.n
         tools = cols.tools
         args = cols.args
-        matched, timed_out = self._compiled.match(tools, args, cols.by_tool())
+        matched, timed_out = self._compiled.match(tools, args, cols.by_tool(), cols.args_of)
         findings: list[Finding] = []
         for i, rule_index in matched:
             violation = self._record(tools[i], args[i], cols.index(i), rule_index)

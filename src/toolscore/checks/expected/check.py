@@ -130,7 +130,7 @@ class ExpectedCheck(BaseCheck):
             for name, where in cols.by_tool().items():
                 if name not in live and name not in wide:
                     continue
-                targs = [args[i] for i in where]
+                targs = cols.args_of(name)
                 if view is not None:
                     targs = view(name, targs)
                 recorder = wide.get(name)
