@@ -193,10 +193,10 @@ class _Printer:
 
     def on_finding(self, found: list[Finding]) -> None:
         if self._findings_fd is not None:
-            import orjson
+            from .reports.json import finding_line
 
             for finding in found:
-                os.write(self._findings_fd, orjson.dumps(finding.to_json()) + b"\n")
+                os.write(self._findings_fd, finding_line(finding) + b"\n")
         run = self.run
         calls = run.calls_read if run is not None else 0
         self.refresh_score(force=not self.live_status)

@@ -41,6 +41,7 @@ __all__ = [
     "FindingSpool",
     "JsonReport",
     "dumps",
+    "finding_line",
     "joined",
     "summary",
     "write_json_report",
@@ -349,11 +350,12 @@ class FindingSpool(_LineSpool):
     separator = b",\n    "
 
     def __call__(self, findings: list[Finding]) -> None:
-        self._write_each(map(_finding_json, findings))
+        self._write_each(map(finding_line, findings))
 
 
-def _finding_json(finding: Finding) -> bytes:
-    """A finding's line: its fields are strings, numbers and None under string keys, which
+def finding_line(finding: Finding) -> bytes:
+    """A finding's line (in the report's findings, and in ``toolscore watch``'s findings
+    stream): its fields are strings, numbers and None under string keys, which
     orjson writes without the options :func:`dumps` passes for any value (half the time)."""
     record = finding.to_json()
     try:
