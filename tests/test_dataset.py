@@ -540,6 +540,40 @@ def test_keyed_gold_index_is_rebuilt_where_it_is_missing(
     assert there.get("no such trace", None) is None
 
 
+def test_keyed_gold_on_disk_equals_gold_in_memory(
+    tmp_path: Path, generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a small keyed gold is held in a worker's memory, a large one looked up in its index:
+    # the same gold either way, trace by trace, and the same records and missing ids
+    from toolscore.dataset import gold as gold_module
+    from toolscore.dataset.gold import GoldLookup, build_gold
+
+    gold, traces = generated
+    spec = build_gold(str(gold), str(tmp_path), key=None)
+    assert spec.distinct_bytes is not None
+    # the trials of a task share their gold: counted once
+    assert spec.distinct_bytes < sum(len(line) for line in gold.read_bytes().splitlines())
+    in_memory = GoldLookup(spec)
+    assert in_memory._bodies is not None and in_memory._conn is None
+    monkeypatch.setattr(gold_module, "GOLD_IN_MEMORY", spec.distinct_bytes - 1)
+    on_disk = GoldLookup(spec)
+    assert on_disk._bodies is None and on_disk._conn is not None
+    for trace_id in [*_gold(gold), "no such trace"]:
+        assert on_disk.get(trace_id, None) == in_memory.get(trace_id, None)
+
+    # a gold entry without a trace, on both paths
+    extra = tmp_path / "extra.jsonl"
+    extra.write_bytes(gold.read_bytes() + b'{"trace_id": "unused", "expected": []}\n')
+    (tmp_path / "x").mkdir()
+    assert build_gold(str(extra), str(tmp_path / "x"), key=None).distinct_bytes is None
+    disk = evaluate_dataset(str(extra), str(traces), engine="inline")
+    monkeypatch.setattr(gold_module, "GOLD_IN_MEMORY", 1 << 30)
+    memory = evaluate_dataset(str(extra), str(traces), engine="inline")
+    assert [_asdict(r) for r in disk] == [_asdict(r) for r in memory]
+    assert len(list(memory)) == 121
+    assert disk.missing_trace == memory.missing_trace == ["unused"]
+
+
 def test_bundled_dataset_example() -> None:
     example = REPO / "examples" / "dataset"
     result = evaluate_dataset(

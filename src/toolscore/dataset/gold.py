@@ -4,7 +4,10 @@
 * **Keyed JSON Lines**: each line ``{"trace_id": ..., "expected": [...]}`` (``calls`` is read
   for ``expected``; the id key is ``--trace-key`` or the first of the usual names found). It is
   indexed once into an SQLite file next to the run's other temporary files, so a million
-  traces' gold never sits in memory; workers look each trace's gold up there.
+  traces' gold never sits in memory; workers look each trace's gold up there. A gold whose
+  entries come to at most :data:`GOLD_IN_MEMORY` bytes (distinct ones: the trials of a task
+  usually share theirs) is read from the index into each worker's memory instead, where a
+  lookup costs a dictionary's, not an SQL query's.
 * **A directory** of gold files, matched to traces by name: the trace id (a multi-trace
   file's id, or a single-trace file's path below TRACES without extensions) against each gold
   file's path below the directory without extensions (``gold/task1.json`` is the gold of
@@ -33,7 +36,12 @@ from .shape import keyed_gold_key
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["GoldSpec", "base_name", "build_gold", "gold_lookup"]
+__all__ = ["GOLD_IN_MEMORY", "GoldSpec", "base_name", "build_gold", "gold_lookup"]
+
+GOLD_IN_MEMORY = 32 << 20
+"""A keyed gold whose distinct entries come to at most this many bytes is held in each
+worker's memory (about 25 MB of a 100,000-trace gold of 4 trials a task); a larger one is
+looked up in its SQLite index, trace by trace."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,8 @@ class GoldSpec:
     """``keyed``: the gold file itself, which a worker on another machine (where ``path``
     does not exist) indexes for itself."""
     key: str | None = None
+    distinct_bytes: int | None = None
+    """``keyed``: the bytes of the distinct gold entries (``None``: not counted)."""
     default: str | None = None
     """``dir``: the gold file of a trace that has none in the directory."""
     by_base_name: bool = False
@@ -137,6 +147,9 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
     problems: list[str] = []
     count = 0
     batch: list[tuple[str, bytes]] = []
+    # the distinct entries' bytes, by their hashes (so a large gold costs 8 bytes an entry)
+    distinct: set[int] | None = set()
+    distinct_bytes = 0
 
     def flush() -> None:
         nonlocal count
@@ -170,7 +183,15 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
                 continue
             # msgspec's bytes are their length; orjson's keep a buffer of some 4 KB each,
             # 40 MB for a batch of small gold entries
-            batch.append((str(trace_id), msgspec.json.encode(calls)))
+            body = msgspec.json.encode(calls)
+            batch.append((str(trace_id), body))
+            if distinct is not None:
+                digest = hash(body)
+                if digest not in distinct:
+                    distinct.add(digest)
+                    distinct_bytes += len(body)
+                    if distinct_bytes > GOLD_IN_MEMORY:
+                        distinct = None  # looked up on disk: stop counting
             if len(batch) >= 10_000:
                 flush()
     flush()
@@ -186,6 +207,7 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
         source=gold,
         key=key,
         storage_options=options,
+        distinct_bytes=None if distinct is None else distinct_bytes,
     )
 
 
@@ -202,6 +224,7 @@ class GoldLookup:
         self._last_body: Any = None
         self._last_calls: list[ToolCall] | None = None
         self._default: list[ToolCall] | None = None
+        self._bodies: dict[str, bytes] | None = None
         if spec.kind == "one":
             if spec.calls is not None:
                 self._one = gold_from_dicts(list(spec.calls))
@@ -219,6 +242,10 @@ class GoldLookup:
             import sqlite3
 
             self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            if spec.distinct_bytes is not None and spec.distinct_bytes <= GOLD_IN_MEMORY:
+                self._bodies = _read_all(self._conn)
+                self._conn.close()
+                self._conn = None
         self._load = load_gold
 
     def get(self, trace_id: str | None, name: str | None) -> list[ToolCall] | None:
@@ -229,14 +256,19 @@ class GoldLookup:
         """
         if self._one is not None:
             return self._one
-        if self._conn is not None:
+        if self._bodies is not None or self._conn is not None:
             if trace_id is None:
                 return None
-            row = self._conn.execute("SELECT body FROM gold WHERE id = ?", (trace_id,)).fetchone()
-            if row is None:
+            if self._bodies is not None:
+                body = self._bodies.get(trace_id)
+            else:
+                row = self._conn.execute(  # type: ignore[union-attr]
+                    "SELECT body FROM gold WHERE id = ?", (trace_id,)
+                ).fetchone()
+                body = None if row is None else row[0]
+            if body is None:
                 return None
-            body = row[0]
-            if body != self._last_body:
+            if body is not self._last_body and body != self._last_body:
                 # the trials of a task usually follow each other and share their gold: it is
                 # read once for them (the checks only read the gold calls)
                 self._last_calls = self._from_dicts(orjson.loads(body))
@@ -269,6 +301,15 @@ class GoldLookup:
             tmp.flush()
             calls = self._load(tmp.name)
         return calls
+
+
+def _read_all(conn: sqlite3.Connection) -> dict[str, bytes]:
+    """Every entry of an index, equal entries (a task's trials) sharing one ``bytes``."""
+    bodies: dict[str, bytes] = {}
+    shared: dict[bytes, bytes] = {}
+    for trace_id, body in conn.execute("SELECT id, body FROM gold"):
+        bodies[trace_id] = shared.setdefault(body, body)
+    return bodies
 
 
 def base_name(name: str) -> str:
