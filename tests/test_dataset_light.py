@@ -104,3 +104,43 @@ def test_light_records_cover_findings_and_violations() -> None:
     assert record["violations"] == 2  # one forbidden call, one credential
     assert record["retries"] == 1 and record["failed_calls"] == 1
     assert 0 < record["score"] < 1 and record["required_call_recall"] == 0.5
+
+
+extra_keys = st.dictionaries(
+    st.sampled_from(["index", "step", "meta", "span_id", "model"]),
+    st.integers(0, 3) | st.sampled_from(["x", None]),
+    max_size=3,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    traces=st.lists(
+        st.lists(st.tuples(call, extra_keys), min_size=2, max_size=8), min_size=2, max_size=5
+    ),
+    details=st.booleans(),
+)
+def test_traces_of_a_file_decoded_with_the_keys_learned_so_far(
+    traces: list[list[tuple[dict[str, Any], dict[str, Any]]]], details: bool
+) -> None:
+    # the traces of one file share their decoders' learned keys (each trace's calls carry
+    # their own extra keys): every record is the one the trace gets when read alone
+    cfg = Config(gold=GoldSpec("one"), details=details)
+    gold = gold_from_dicts([{"tool": "search", "args": {"q": "a"}}, {"tool": "book"}])
+    fmt = FileFormat(cfg, "t.jsonl")
+    scorer = Scorer(cfg)
+    for calls in traces:
+        lines = [
+            json.dumps({**extra, **c, "result": "Error" if c["is_error"] else "ok"})
+            for c, extra in calls
+        ]
+        data = ("\n".join(lines) + "\n").encode()
+        linenos = list(range(1, len(lines) + 1))
+        shared, alone = (
+            evaluate_one(
+                cfg, "t", "t", io.BytesIO(data), gold, source="t.jsonl", linenos=linenos,
+                line=1, decoder=decoder, scorer=scorer,
+            )
+            for decoder in (fmt.decoder(data), None)
+        )  # fmt: skip
+        assert msgspec.json.encode(shared) == msgspec.json.encode(alone)

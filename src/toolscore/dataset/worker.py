@@ -595,6 +595,7 @@ class FileFormat:
             return None  # one line is read as a document: decide on a longer trace
         self.decided = True
         from ..errors import ToolscoreError
+        from ..sources.custom import CustomDialect
         from ..sources.detect import detect, dialect_class
         from ..sources.jsonl import JsonlDecoder
 
@@ -607,9 +608,15 @@ class FileFormat:
         dialect = dialect_class(found.dialect)
         source, description = self.source, found.description
         named = self.cfg.format != "auto"
+        last: list[Any] = []
 
         def make() -> Any:
-            decoder = JsonlDecoder(dialect(source), source, description)
+            made = dialect(source)
+            if last and isinstance(made, CustomDialect):
+                # the keys the file's traces carried so far, known from the start
+                made.expect_keys(last[0].extra_keys)
+            last[:] = [made]
+            decoder = JsonlDecoder(made, source, description)
             decoder.empty_is_error = not named
             return decoder
 

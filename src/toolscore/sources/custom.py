@@ -108,6 +108,19 @@ class CustomDialect(Dialect):
             self._fast.decode(pieces, True, count, self.next_index, self.source, first_line)
         )
 
+    @property
+    def extra_keys(self) -> tuple[str, ...]:
+        """The keys beyond a plain call's that the blocks decoded so far carried (learned from
+        msgspec's refusals, a decode each)."""
+        return self._fast.extras
+
+    def expect_keys(self, keys: tuple[str, ...]) -> None:
+        """Decode blocks with ``keys`` known from the start: those another trace of the same
+        file taught (a dataset's traces share their keys; learning them again costs each
+        small trace a failed decode per key)."""
+        if keys != self._fast.extras:
+            self._fast._shape(keys)
+
     def _numbered(self, block: CustomBlock | None) -> CustomBlock | None:
         if block is not None:
             self.next_index += block.n
