@@ -4,15 +4,18 @@ process boundaries unchanged."""
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import pickle
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from _datasets import generate_dataset
@@ -175,3 +178,105 @@ def test_ids_read_a_chunk_at_a_time_equal_ids_read_line_by_line(
         assert list(iter_ids(io.BytesIO(data), ids)) == want
         assert list(iter_ids(Small(data), ids)) == want
         assert inputs.BLANK is BLANK
+
+
+_id_line = st.builds(
+    lambda i, tool: json.dumps({"trace_id": f"t{i}", "tool": tool}),
+    st.integers(0, 2),
+    st.sampled_from(["a", "b"]),
+)
+
+
+def _traces_line_by_line(data: bytes, ids: Any) -> list[Any]:
+    """What contiguous_traces gives for a whole file, restated a line at a time."""
+    from toolscore.dataset.inputs import BLANK, iter_lines
+
+    out: list[Any] = []
+    current: list[Any] | None = None
+    lineno = reached = 0
+    for offset, line in iter_lines(io.BytesIO(data)):
+        lineno += 1
+        reached = offset + len(line)
+        one = ids.read(line) if line.strip() else BLANK
+        if one is BLANK:
+            continue
+        if one is None or one[0] is None:
+            if one is None and current is not None:
+                current[3] += line
+                current[4].append(lineno)
+            else:
+                problem = "malformed JSON line (not a JSON object)" if one is None else "no id"
+                out.append(("problem", lineno, offset, problem))
+            continue
+        if current is None or current[1] != one[0]:
+            if current is not None:
+                out.append(current)  # a trace is given when it ends
+            current = ["trace", one[0], one[1], line, [lineno], offset]
+        else:
+            current[3] += line
+            current[4].append(lineno)
+    if current is not None:
+        out.append(current)
+    out.append(("end", lineno, reached))
+    return [tuple(x) for x in out]
+
+
+def _as_rows(got: list[Any]) -> list[Any]:
+    rows = []
+    for item in got:
+        if isinstance(item, tuple):
+            lineno, offset, problem = item
+            if not problem:
+                rows.append(("end", lineno, offset))
+            else:
+                problem = "no id" if problem.startswith("the line has no") else problem
+                rows.append(("problem", lineno, offset, problem))
+        else:
+            rows.append(
+                ("trace", item.trace_id, item.task, b"".join(item.lines), item.linenos, item.offset)
+            )
+    return rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(_id_line, _id_line, _id_line, _line), max_size=40),
+    st.booleans(),
+    st.integers(1, 200),
+    st.booleans(),
+    st.lists(st.integers(0, 2000), max_size=4),
+)
+@example(  # a trace's task is its first line's
+    [json.dumps({"trace_id": "t0", "tool": tool}) for tool in "ab"], True, 200, True, []
+)
+def test_contiguous_traces_equal_their_line_by_line_reading(
+    lines: list[str], final_newline: bool, chunk: int, task: bool, cut_at: list[int]
+) -> None:
+    # whole chunks of id-bearing lines are cut into traces as slices (a run per id), other
+    # chunks line by line: either way, what reading each line in turn gives
+    from toolscore.dataset import inputs
+    from toolscore.dataset.inputs import IdReader, contiguous_traces
+
+    data = "\n".join(lines).encode() + (b"\n" if final_newline and lines else b"")
+
+    class Small(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:  # chunks end anywhere
+            return super().read(chunk if size is None or size < 0 else min(size, chunk))
+
+    ids = IdReader("trace_id", "tool" if task else None)
+    want = _traces_line_by_line(data, ids)
+    assert _as_rows(list(contiguous_traces(io.BytesIO(data), ids))) == want
+    assert _as_rows(list(contiguous_traces(Small(data), ids))) == want
+
+    # byte ranges: each trace is read whole by the range its first line starts in (a line
+    # without a readable id just past a range's end is not: the next range reports it)
+    if any(line.strip() and (ids.read(line) or (None,))[0] is None for line in data.split(b"\n")):
+        return
+    # (a file's reads are whole: here chunks end anywhere through the read size instead)
+    cuts = sorted({0, *(c % (len(data) + 1) for c in cut_at), len(data)})
+    parts = []
+    with mock.patch.object(inputs, "READ_BYTES", chunk):
+        for start, end in itertools.pairwise(cuts):
+            got = _as_rows(list(contiguous_traces(io.BytesIO(data), ids, start, end)))
+            parts += [(row[1], row[2], row[3], row[5]) for row in got if row[0] == "trace"]
+    assert parts == [(row[1], row[2], row[3], row[5]) for row in want if row[0] == "trace"]

@@ -26,8 +26,10 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
+from itertools import groupby
+from operator import attrgetter
 from typing import IO, Any
 
 import msgspec
@@ -60,6 +62,8 @@ FILES_PER_PART = 64
 GROUP_BUDGET = 64 * 1024 * 1024
 """Bytes of interleaved lines grouped in memory before they are partitioned on disk."""
 SNIFF_BYTES = 1 << 20
+READ_BYTES = 1 << 20
+"""How much of a multi-trace file is read at a time (its ids are decoded a chunk at a time)."""
 COMPRESSED = (".gz", ".zst", ".zstd")
 _EXTENSIONS = (".jsonl", ".ndjson", ".json", ".gz", ".zst", ".zstd", ".txt")
 
@@ -276,6 +280,34 @@ class IdReader:
         read = self.read
         return [read(line) if line.strip() else BLANK for line in lines]
 
+    def chunk_ids(
+        self, body: bytes, lines: list[bytes]
+    ) -> tuple[list[str], list[str | None] | None] | None:
+        """``(ids, tasks)`` of ``lines`` (``body`` split at its newlines; ``tasks`` None without
+        a task key) when every line is one JSON object with an id, in one decoding call and
+        C loops; None otherwise (:meth:`read_lines` then says which line is which)."""
+        if not all(map(bytes.strip, lines)):
+            return None
+        try:
+            objs = self._decode_lines(body)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if len(objs) != len(lines):
+            return None
+        keys = list(map(_KEY, objs))
+        if not set(map(type, keys)) <= _STR:
+            if None in keys:
+                return None
+            keys = list(map(str, keys))
+        if not self.with_task:
+            return keys, None
+        tasks = [None if task is None else str(task) for task in map(_TASK, objs)]
+        return keys, tasks
+
+
+_KEY = attrgetter("k")
+_TASK = attrgetter("t")
+_STR = {str}
 
 BLANK = ("", "")
 """What :meth:`IdReader.read_lines` gives for a blank line."""
@@ -284,10 +316,30 @@ BLANK = ("", "")
 def iter_ids(f: IO[bytes], ids: IdReader, start: int = 0) -> Iterator[tuple[int, bytes, Any]]:
     """``(offset, line, id)`` from ``start``, as :func:`iter_lines` with each line's
     :meth:`IdReader.read` (:data:`BLANK` for a blank line), read a chunk at a time."""
+    for pos, _, lines, got in id_chunks(f, ids, start):
+        for line, one in zip(lines, got if isinstance(got, list) else _pairs(got), strict=True):
+            yield pos, line + b"\n", one
+            pos += len(line) + 1
+
+
+def _pairs(ids: tuple[list[str], list[str | None] | None]) -> list[tuple[str, str | None]]:
+    keys, tasks = ids
+    if tasks is None:
+        return [(key, None) for key in keys]
+    return list(zip(keys, tasks, strict=True))
+
+
+def id_chunks(
+    f: IO[bytes], ids: IdReader, start: int = 0
+) -> Iterator[tuple[int, bytes, list[bytes], Any]]:
+    """What :func:`iter_ids` gives, a chunk of whole lines at a time: ``(offset of the first
+    line, the chunk, its lines without their newlines, their ids)``. The ids are
+    :meth:`IdReader.chunk_ids`' pair of lists when every line has one, else what
+    :meth:`IdReader.read_lines` gives. The file's last line is given a newline it lacks."""
     pos = start
     rest = b""
     while True:
-        chunk = f.read(1 << 20)
+        chunk = f.read(READ_BYTES)
         if not chunk:
             break
         data = rest + chunk if rest else chunk
@@ -298,11 +350,10 @@ def iter_ids(f: IO[bytes], ids: IdReader, start: int = 0) -> Iterator[tuple[int,
         body, rest = data[:cut], data[cut:]
         lines = body.split(b"\n")
         lines.pop()
-        for line, got in zip(lines, ids.read_lines(body, lines), strict=True):
-            yield pos, line + b"\n", got
-            pos += len(line) + 1
+        yield pos, body, lines, ids.chunk_ids(body, lines) or ids.read_lines(body, lines)
+        pos += cut
     if rest:
-        yield pos, rest + b"\n", ids.read(rest) if rest.strip() else BLANK
+        yield pos, rest + b"\n", [rest], [ids.read(rest) if rest.strip() else BLANK]
 
 
 def interleaved(head: bytes, ids: IdReader) -> bool:
@@ -376,7 +427,7 @@ class Trace:
     trace_id: str | None
     task: str | None
     lines: list[bytes]
-    """Each line ends with a newline."""
+    """The trace's bytes, in pieces of whole lines (each ends with a newline)."""
     linenos: list[int]
     """Each line's number, counted from the part's start (1-based)."""
     offset: int
@@ -456,45 +507,94 @@ def contiguous_traces(
     current: Trace | None = None
     lineno = 0
     reached = begin
-    for offset, line, got in iter_ids(f, ids, begin):
-        blank = got is BLANK
-        if blank:
-            got = None
-        if skip is not None:
-            # the end of the trace the part before this one started: it reads them
-            if blank or (got is not None and got[0] == skip):
-                continue
-            skip = None
+    for pos, body, lines, got in id_chunks(f, ids, begin):
         if (
-            end is not None
-            and offset >= end
-            and (current is None or (not blank and (got is None or got[0] != current.trace_id)))
+            isinstance(got, tuple)
+            and skip is None
+            and (end is None or pos + len(body) - len(lines[-1]) - 1 < end)
         ):
-            break
-        lineno += 1
-        reached = offset + len(line)
-        if blank:
+            # the usual chunk: whole JSON objects with ids, none past the end; each run of
+            # one id is one slice of the chunk
+            current = yield from _runs(current, pos, body, lines, got, lineno)
+            lineno += len(lines)
+            reached = pos + len(body)
             continue
-        if got is None:
-            if current is not None:
-                current.lines.append(line)
-                current.linenos.append(lineno)
-            else:
-                yield (lineno, offset, "malformed JSON line (not a JSON object)")
-            continue
-        trace_id, task = got
-        if trace_id is None:
-            yield (lineno, offset, f"the line has no {ids.key!r}")
-            continue
-        if current is None or trace_id != current.trace_id:
-            if current is not None:
-                yield current
-            current = Trace(trace_id, task, [], [], offset)
-        current.lines.append(line)
-        current.linenos.append(lineno)
+        for line, one in zip(lines, got if isinstance(got, list) else _pairs(got), strict=True):
+            offset, line = pos, line + b"\n"
+            pos += len(line)
+            blank = one is BLANK
+            if blank:
+                one = None
+            if skip is not None:
+                # the end of the trace the part before this one started: it reads them
+                if blank or (one is not None and one[0] == skip):
+                    continue
+                skip = None
+            if (
+                end is not None
+                and offset >= end
+                and (current is None or (not blank and (one is None or one[0] != current.trace_id)))
+            ):
+                if current is not None:
+                    yield current
+                yield (lineno, reached, "")
+                return
+            lineno += 1
+            reached = offset + len(line)
+            if blank:
+                continue
+            if one is None:
+                if current is not None:
+                    current.lines.append(line)
+                    current.linenos.append(lineno)
+                else:
+                    yield (lineno, offset, "malformed JSON line (not a JSON object)")
+                continue
+            trace_id, task = one
+            if trace_id is None:
+                yield (lineno, offset, f"the line has no {ids.key!r}")
+                continue
+            if current is None or trace_id != current.trace_id:
+                if current is not None:
+                    yield current
+                current = Trace(trace_id, task, [], [], offset)
+            current.lines.append(line)
+            current.linenos.append(lineno)
     if current is not None:
         yield current
     yield (lineno, reached, "")
+
+
+def _runs(
+    current: Trace | None,
+    pos: int,
+    body: bytes,
+    lines: list[bytes],
+    ids: tuple[list[str], list[str | None] | None],
+    lineno: int,
+) -> Generator[Trace, None, Trace | None]:
+    """The traces a chunk of id-bearing lines completes, each run of one id as one slice of
+    the chunk (the first run continues ``current`` when it has its id); returns the trace the
+    chunk's last run belongs to, which the next chunk may continue."""
+    keys, tasks = ids
+    at = 0  # the run's start in body
+    first = 0  # the run's first line
+    for trace_id, run in groupby(keys):
+        count = len(list(run))
+        after = first + count
+        size = sum(map(len, lines[first:after])) + count
+        numbers = list(range(lineno + first + 1, lineno + after + 1))
+        if current is not None and current.trace_id == trace_id:
+            current.lines.append(body[at : at + size])
+            current.linenos.extend(numbers)
+        else:
+            if current is not None:
+                yield current
+            task = None if tasks is None else tasks[first]
+            current = Trace(trace_id, task, [body[at : at + size]], numbers, pos + at)
+        at += size
+        first = after
+    return current
 
 
 # -- interleaved lines: grouped by id, spilled to disk past a budget -----------------------
