@@ -550,22 +550,17 @@ def test_keyed_gold_on_disk_equals_gold_in_memory(
 
     gold, traces = generated
     spec = build_gold(str(gold), str(tmp_path), key=None)
-    assert spec.distinct_bytes is not None
-    # the trials of a task share their gold: counted once
-    assert spec.distinct_bytes < sum(len(line) for line in gold.read_bytes().splitlines())
     in_memory = GoldLookup(spec)
-    assert in_memory._bodies is not None and in_memory._conn is None
-    monkeypatch.setattr(gold_module, "GOLD_IN_MEMORY", spec.distinct_bytes - 1)
+    assert in_memory.in_memory
+    monkeypatch.setattr(gold_module, "GOLD_IN_MEMORY", spec.body_bytes - 1)
     on_disk = GoldLookup(spec)
-    assert on_disk._bodies is None and on_disk._conn is not None
+    assert not on_disk.in_memory
     for trace_id in [*_gold(gold), "no such trace"]:
         assert on_disk.get(trace_id, None) == in_memory.get(trace_id, None)
 
     # a gold entry without a trace, on both paths
     extra = tmp_path / "extra.jsonl"
     extra.write_bytes(gold.read_bytes() + b'{"trace_id": "unused", "expected": []}\n')
-    (tmp_path / "x").mkdir()
-    assert build_gold(str(extra), str(tmp_path / "x"), key=None).distinct_bytes is None
     disk = evaluate_dataset(str(extra), str(traces), engine="inline")
     monkeypatch.setattr(gold_module, "GOLD_IN_MEMORY", 1 << 30)
     memory = evaluate_dataset(str(extra), str(traces), engine="inline")
