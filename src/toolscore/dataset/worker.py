@@ -234,6 +234,8 @@ class Scorer:
             for batch in guard_first(batches):
                 if batch.n_calls:
                     tools.update(batch.columns().tools)
+                elif not (batch.n_done or batch.findings or batch.error is not None):
+                    continue  # nothing for a check to read (a decoder's end of a whole trace)
                 yield batch
 
         self._run_sync(pipeline, counted())
