@@ -163,7 +163,7 @@ def main():
     if engine == "dask":
         from distributed import Client, LocalCluster
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None)
+                               host="127.0.0.1", dashboard_address="127.0.0.1:0")
         client = Client(cluster)
     t = time.perf_counter()
     r = evaluate_dataset(gold, traces, engine="local" if engine == "pool" else engine,

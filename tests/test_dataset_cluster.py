@@ -77,7 +77,9 @@ def client() -> Iterator[Any]:
         processes=True,
         host="127.0.0.1",
         protocol="tcp",
-        dashboard_address=None,
+        # None still serves the scheduler's HTTP routes on :8787, which a second cluster
+        # (another test process) or any other server may hold: any free loopback port
+        dashboard_address="127.0.0.1:0",
     )
     client = distributed.Client(cluster)
     try:
