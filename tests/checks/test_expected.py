@@ -955,3 +955,28 @@ def test_1000_identical_golds_999_trace_calls() -> None:
     check = run(gold, trace)
     assert check.pairing() == {i: i - 1 for i in range(1, 1000)}
     assert check.metrics()["argument_metrics"]["recall"] == 999 / 1000
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["x", "y", "z"]), st.sampled_from(VALUES)), max_size=3),
+    st.lists(arg_dicts(), max_size=pairing_mod.ROW_WEIGHTS_MAX + 8),
+    st.booleans(),
+)
+def test_call_weights_count_matching_gold_keys(
+    items: list[tuple[str, Any]], dicts: list[dict[str, Any]], strict: bool
+) -> None:
+    # a few calls go a call at a time, more a key at a time over the column: either way, per
+    # call, the gold keys whose value compare_values matches
+    want = [
+        sum(1 for key, expected in items if key in d and compare_values(expected, d[key], strict))
+        for d in dicts
+    ]
+    assert pairing_mod.call_weights(items, dicts, strict) == want
+    small = pairing_mod.ROW_WEIGHTS_MAX
+    for threshold in (-1, len(dicts)):  # all by columns, all by rows
+        pairing_mod.ROW_WEIGHTS_MAX = threshold
+        try:
+            assert pairing_mod.call_weights(items, dicts, strict) == want
+        finally:
+            pairing_mod.ROW_WEIGHTS_MAX = small
