@@ -91,6 +91,20 @@ def test_pass_k_estimators_match_enumeration(nc: tuple[int, int]) -> None:
         assert math.isclose(pass_hat_k(n, c, k), sum(all(s) for s in subsets) / len(subsets))
 
 
+@given(
+    st.integers(1, 400).flatmap(
+        lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))
+    )
+)
+def test_pass_k_estimators_are_the_exact_fractions_rounded(nck: tuple[int, int, int]) -> None:
+    # as floats of the exact fractions, even where the binomials are far beyond a float's range
+    from fractions import Fraction
+
+    n, c, k = nck
+    assert pass_at_k(n, c, k) == float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+    assert pass_hat_k(n, c, k) == float(Fraction(math.comb(c, k), math.comb(n, k)))
+
+
 @settings(max_examples=50)
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=60), st.integers(1, 5))
 def test_exact_sum_merges_in_any_grouping(values: list[float], cut: int) -> None:

@@ -19,6 +19,7 @@ the mean over its tasks with at least k trials.
 from __future__ import annotations
 
 import array
+import functools
 import heapq
 import math
 import os
@@ -57,14 +58,16 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k over ``n`` trials with ``c`` passes: ``1 - C(n-c,k)/C(n,k)``."""
     if not 0 < k <= n or not 0 <= c <= n:
         raise ValueError(f"pass@k needs 0 < k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
-    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+    total = math.comb(n, k)
+    # an int divided by an int is the exact quotient correctly rounded: float(Fraction(...))
+    return (total - math.comb(n - c, k)) / total
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
     """Unbiased pass^k (all k trials pass) over ``n`` trials, ``c`` passes: ``C(c,k)/C(n,k)``."""
     if not 0 < k <= n or not 0 <= c <= n:
         raise ValueError(f"pass^k needs 0 < k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
-    return float(Fraction(math.comb(c, k), math.comb(n, k)))
+    return math.comb(c, k) / math.comb(n, k)
 
 
 class ExactSum:
@@ -342,10 +345,13 @@ class TaskOutcome:
 
 
 def outcome(task: str, n: int, c: int) -> TaskOutcome:
-    return TaskOutcome(
-        task,
-        n,
-        c,
+    return TaskOutcome(task, n, c, *_estimates(n, c))
+
+
+@functools.lru_cache(maxsize=1024)
+def _estimates(n: int, c: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """pass@k and pass^k for k = 1..n (most tasks of a run share their trials and passes)."""
+    return (
         tuple(pass_at_k(n, c, k) for k in range(1, n + 1)),
         tuple(pass_hat_k(n, c, k) for k in range(1, n + 1)),
     )
