@@ -161,7 +161,16 @@ def test_ids_read_a_chunk_at_a_time_equal_ids_read_line_by_line(
     import io
 
     from toolscore.dataset import inputs
-    from toolscore.dataset.inputs import BLANK, IdReader, iter_ids, iter_lines
+    from toolscore.dataset.inputs import BLANK, IdReader, id_chunks, iter_lines, line_ids
+
+    def iter_ids(f: Any, ids: IdReader) -> list[tuple[int, bytes, Any]]:
+        out = []
+        for pos, body, lines, got in id_chunks(f, ids):
+            assert body == b"".join(line + b"\n" for line in lines)
+            for line, one in zip(lines, line_ids(got), strict=True):
+                out.append((pos, line + b"\n", one))
+                pos += len(line) + 1
+        return out
 
     data = "\n".join(lines).encode() + (b"\n" if final_newline and lines else b"")
 
@@ -175,8 +184,8 @@ def test_ids_read_a_chunk_at_a_time_equal_ids_read_line_by_line(
             (offset, line, ids.read(line) if line.strip() else BLANK)
             for offset, line in iter_lines(io.BytesIO(data))
         ]
-        assert list(iter_ids(io.BytesIO(data), ids)) == want
-        assert list(iter_ids(Small(data), ids)) == want
+        assert iter_ids(io.BytesIO(data), ids) == want
+        assert iter_ids(Small(data), ids) == want
         assert inputs.BLANK is BLANK
 
 

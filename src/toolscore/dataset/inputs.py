@@ -313,17 +313,12 @@ BLANK = ("", "")
 """What :meth:`IdReader.read_lines` gives for a blank line."""
 
 
-def iter_ids(f: IO[bytes], ids: IdReader, start: int = 0) -> Iterator[tuple[int, bytes, Any]]:
-    """``(offset, line, id)`` from ``start``, as :func:`iter_lines` with each line's
-    :meth:`IdReader.read` (:data:`BLANK` for a blank line), read a chunk at a time."""
-    for pos, _, lines, got in id_chunks(f, ids, start):
-        for line, one in zip(lines, got if isinstance(got, list) else _pairs(got), strict=True):
-            yield pos, line + b"\n", one
-            pos += len(line) + 1
-
-
-def _pairs(ids: tuple[list[str], list[str | None] | None]) -> list[tuple[str, str | None]]:
-    keys, tasks = ids
+def line_ids(got: Any) -> list[tuple[str | None, str | None] | None]:
+    """A chunk's ids as :func:`id_chunks` gives them, one ``(id, task)`` (or what
+    :meth:`IdReader.read_lines` gives) per line."""
+    if isinstance(got, list):
+        return got
+    keys, tasks = got
     if tasks is None:
         return [(key, None) for key in keys]
     return list(zip(keys, tasks, strict=True))
@@ -332,10 +327,11 @@ def _pairs(ids: tuple[list[str], list[str | None] | None]) -> list[tuple[str, st
 def id_chunks(
     f: IO[bytes], ids: IdReader, start: int = 0
 ) -> Iterator[tuple[int, bytes, list[bytes], Any]]:
-    """What :func:`iter_ids` gives, a chunk of whole lines at a time: ``(offset of the first
-    line, the chunk, its lines without their newlines, their ids)``. The ids are
-    :meth:`IdReader.chunk_ids`' pair of lists when every line has one, else what
-    :meth:`IdReader.read_lines` gives. The file's last line is given a newline it lacks."""
+    """The lines of ``f`` from ``start`` with their ids, a chunk of whole lines at a time:
+    ``(offset of the first line, the chunk, its lines without their newlines, their ids)``.
+    The ids are :meth:`IdReader.chunk_ids`' pair of lists when every line has one, else what
+    :meth:`IdReader.read_lines` gives (:func:`line_ids` reads either way). The file's last
+    line is given a newline it lacks."""
     pos = start
     rest = b""
     while True:
@@ -519,7 +515,7 @@ def contiguous_traces(
             lineno += len(lines)
             reached = pos + len(body)
             continue
-        for line, one in zip(lines, got if isinstance(got, list) else _pairs(got), strict=True):
+        for line, one in zip(lines, line_ids(got), strict=True):
             offset, line = pos, line + b"\n"
             pos += len(line)
             blank = one is BLANK
