@@ -26,7 +26,7 @@ from .gold import GoldSpec, base_name, build_gold, gold_ids
 from .inputs import Part, list_inputs, plan_parts
 from .records import PassCriterion, TraceRecord, record_line
 from .regroup import Regroup
-from .worker import Config, PartResult
+from .worker import Config, PartResult, fewer_collections
 
 __all__ = ["DatasetResult", "aevaluate_dataset", "evaluate_dataset"]
 
@@ -310,21 +310,22 @@ def evaluate_dataset(
             max_value_bytes=limit,
             details=details,
         )
-        return _drive(
-            parts,
-            cfg,
-            spec,
-            work,
-            started=started,
-            per_trace=per_trace,
-            engine=engine,
-            workers=workers,
-            client=client,
-            scheduler=scheduler,
-            on_record=on_record,
-            on_progress=on_progress,
-            on_problem=on_problem,
-        )
+        with fewer_collections():  # the records taken in: as a worker's traces (worker.py)
+            return _drive(
+                parts,
+                cfg,
+                spec,
+                work,
+                started=started,
+                per_trace=per_trace,
+                engine=engine,
+                workers=workers,
+                client=client,
+                scheduler=scheduler,
+                on_record=on_record,
+                on_progress=on_progress,
+                on_problem=on_problem,
+            )
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

@@ -12,6 +12,7 @@ import io
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -424,13 +425,37 @@ def _input_problem(result: Any, source: str, linenos: list[int] | None) -> str |
     return text + (f" (and {more} more)" if more > 0 else "")
 
 
+YOUNG_COLLECTION_THRESHOLD = 50_000
+"""Allocations between two of the cycle collector's young-generation passes while a dataset
+is evaluated (Python's default: 700)."""
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run the block with the cycle collector's young generation collected every
+    :data:`YOUNG_COLLECTION_THRESHOLD` allocations (the thresholds are restored after).
+
+    Evaluating a trace makes thousands of short-lived containers (the checks, their states,
+    the record), freed by their reference counts: at the default threshold, the collector
+    passes over them every 700 allocations, about a tenth of a small trace's time (192 us a
+    trace against 167, scoring the benchmark's traces). Cyclic garbage waits at most that
+    many allocations longer.
+    """
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], YOUNG_COLLECTION_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def run_part(part: Part, cfg: Config) -> PartResult:
     """Evaluate every trace of ``part`` (under the run's ``--pii`` and ``--max-value-bytes``:
     a pool process or a Dask worker has its own context, so they travel in ``cfg``)."""
     from ..limits import value_limit
     from ..redact import pii_redaction
 
-    with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes):
+    with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes), fewer_collections():
         return _run_part(part, cfg)
 
 
