@@ -241,6 +241,30 @@ def test_byte_range_parts_give_the_records_of_one_part(generated: tuple[Path, Pa
     assert all(r["line"] is not None for r in b)
 
 
+def test_byte_range_parts_give_the_records_of_one_part_with_malformed_lines(
+    tmp_path: Path, generated: tuple[Path, Path]
+) -> None:
+    # a malformed line goes with the trace before it however the file is cut: into that
+    # trace's record (an error naming the line), never a record of its own in the next range
+    gold, traces = generated
+    lines = traces.read_bytes().splitlines(keepends=True)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(
+        b"".join(
+            line + (b'{"trace_id": "x", "tool": \n' if i % 37 == 36 else b"")
+            for i, line in enumerate(lines)
+        )
+    )
+    one = evaluate_dataset(str(gold), str(broken), engine="inline")
+    records = [_asdict(r) | {"order": None} for r in one]
+    hit = {json.loads(line)["trace_id"] for i, line in enumerate(lines) if i % 37 == 36}
+    assert len(records) == 120 and len(hit) > 60
+    assert {r["trace_id"] for r in records if r["status"] == "error"} == hit
+    for part_bytes in (20_000, 7_000, 3_001):
+        cut = evaluate_dataset(str(gold), str(broken), engine="inline", part_bytes=part_bytes)
+        assert [_asdict(r) | {"order": None} for r in cut] == records, part_bytes
+
+
 def test_interleaved_lines_are_grouped(tmp_path: Path, generated: tuple[Path, Path]) -> None:
     gold, traces = generated
     groups: dict[str, list[bytes]] = defaultdict(list)

@@ -277,9 +277,12 @@ def test_contiguous_traces_equal_their_line_by_line_reading(
     assert _as_rows(list(contiguous_traces(io.BytesIO(data), ids))) == want
     assert _as_rows(list(contiguous_traces(Small(data), ids))) == want
 
-    # byte ranges: each trace is read whole by the range its first line starts in (a line
-    # without a readable id just past a range's end is not: the next range reports it)
-    if any(line.strip() and (ids.read(line) or (None,))[0] is None for line in data.split(b"\n")):
+    # byte ranges: each trace is read whole (with the blank and malformed lines that go with
+    # it) by the range its first line starts in; a malformed line before any trace is
+    # reported once. (A line with no id inside a trace does not end it when the file is read
+    # whole, and does end a range's reading: the trace's later lines are then a piece of it,
+    # regrouped by the driver, tested with the datasets.)
+    if any(line.strip() and (ids.read(line) or ("",))[0] is None for line in data.split(b"\n")):
         return
     # (a file's reads are whole: here chunks end anywhere through the read size instead)
     cuts = sorted({0, *(c % (len(data) + 1) for c in cut_at), len(data)})
@@ -287,5 +290,5 @@ def test_contiguous_traces_equal_their_line_by_line_reading(
     with mock.patch.object(inputs, "READ_BYTES", chunk):
         for start, end in itertools.pairwise(cuts):
             got = _as_rows(list(contiguous_traces(io.BytesIO(data), ids, start, end)))
-            parts += [(row[1], row[2], row[3], row[5]) for row in got if row[0] == "trace"]
-    assert parts == [(row[1], row[2], row[3], row[5]) for row in want if row[0] == "trace"]
+            parts += [row[:4] + row[5:] if row[0] == "trace" else row[2:] for row in got[:-1]]
+    assert parts == [row[:4] + row[5:] if row[0] == "trace" else row[2:] for row in want[:-1]]

@@ -449,37 +449,52 @@ def iter_lines(f: IO[bytes], start: int = 0) -> Iterator[tuple[int, bytes]]:
 
 
 def _previous_id(f: IO[bytes], start: int, ids: IdReader) -> tuple[str | None, int]:
-    """The id of the line that holds byte ``start - 1`` and the offset of the next line."""
+    """The offset of the first line that starts at or after ``start``, and the id of the trace
+    the lines before it continue: the id of the line that holds byte ``start - 1``, or, when
+    that line is blank or malformed, of the nearest line before it with an id (blank and
+    malformed lines go with the trace before them); ``None`` when a line without an id comes
+    first, or none has one."""
+    line_start, line_end = _line_around(f, start - 1)
+    while True:
+        f.seek(line_start)
+        line = f.read(line_end - line_start)
+        got = ids.read(line) if line.strip() else None
+        if got is not None:
+            return got[0], _next_line(f, start)
+        if line_start == 0:
+            return None, _next_line(f, start)
+        line_start, line_end = _line_around(f, line_start - 1)
+
+
+def _line_around(f: IO[bytes], pos: int) -> tuple[int, int]:
+    """The start and end (after its newline) of the line that holds byte ``pos``."""
     window = 65536
     while True:
-        lo = max(0, start - window)
+        lo = max(0, pos + 1 - window)
         f.seek(lo)
-        data = f.read(start - lo)
-        nl = data.rfind(b"\n", 0, len(data) - 1) if data.endswith(b"\n") else data.rfind(b"\n")
+        data = f.read(pos + 1 - lo)
+        nl = data.rfind(b"\n", 0, len(data) - 1)
         if nl >= 0 or lo == 0:
             break
         window *= 4
-    line_start = lo + nl + 1
-    f.seek(line_start)
-    line_end = start
-    if not data.endswith(b"\n"):
-        # byte start-1 is inside a line: read to its end
-        f.seek(start)
-        tail = b""
-        while True:
-            piece = f.read(65536)
-            if not piece:
-                break
-            cut = piece.find(b"\n")
-            if cut >= 0:
-                tail += piece[: cut + 1]
-                break
-            tail += piece
-        line_end = start + len(tail)
-        f.seek(line_start)
-    line = f.read(line_end - line_start)
-    got = ids.read(line) if line.strip() else None
-    return (got[0] if got else None), line_end
+    return lo + nl + 1, _next_line(f, pos + 1)
+
+
+def _next_line(f: IO[bytes], pos: int) -> int:
+    """The offset of the first line that starts at or after ``pos`` (the end of the file when
+    none does)."""
+    if pos == 0:
+        return 0
+    f.seek(pos - 1)
+    end = pos - 1
+    while True:
+        piece = f.read(65536)
+        if not piece:
+            return end
+        cut = piece.find(b"\n")
+        if cut >= 0:
+            return end + cut + 1
+        end += len(piece)
 
 
 def contiguous_traces(
@@ -522,14 +537,15 @@ def contiguous_traces(
             if blank:
                 one = None
             if skip is not None:
-                # the end of the trace the part before this one started: it reads them
-                if blank or (one is not None and one[0] == skip):
+                # the end of the trace the part before this one started (its lines, and the
+                # blank and malformed lines that go with it): that part reads them
+                if blank or one is None or one[0] == skip:
                     continue
                 skip = None
             if (
                 end is not None
                 and offset >= end
-                and (current is None or (not blank and (one is None or one[0] != current.trace_id)))
+                and (current is None or (one is not None and one[0] != current.trace_id))
             ):
                 if current is not None:
                     yield current
