@@ -24,10 +24,12 @@ import heapq
 import math
 import os
 import zlib
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import compress, repeat
 from typing import Any
 
 import orjson
@@ -284,26 +286,28 @@ class ScoreSpill:
                 yield chunk
 
     def kth(self, k: int, lo: float, hi: float) -> float:
-        """The k-th smallest score (0-based), exactly: two passes over the file."""
+        """The k-th smallest score (0-based), exactly: two passes over the file, the first
+        counting the scores in each of :attr:`BINS` bins over ``[lo, hi]``, the second taking
+        the distinct scores of the bin that holds the k-th (each score's bin found by C's
+        bisection, the same in both passes)."""
         self.close()
         width = (hi - lo) / self.BINS or 1.0
-        counts = [0] * self.BINS
-
-        def index(x: float) -> int:
-            return min(max(int((x - lo) / width), 0), self.BINS - 1)
-
+        edges = [lo + width * i for i in range(1, self.BINS)]
+        counts: Counter[int] = Counter()
         for chunk in self._chunks():
-            for x in chunk:
-                counts[index(x)] += 1
+            counts.update(map(bisect_right, repeat(edges), chunk))
         seen = 0
         target = 0
-        for target, n in enumerate(counts):  # noqa: B007 - the bin is used after the loop
+        for target in range(self.BINS):
+            n = counts.get(target, 0)
             if seen + n > k:
                 break
             seen += n
         values: Counter[float] = Counter()
         for chunk in self._chunks():
-            values.update(x for x in chunk if index(x) == target)
+            values.update(
+                compress(chunk, map(target.__eq__, map(bisect_right, repeat(edges), chunk)))
+            )
         for value in sorted(values):
             seen += values[value]
             if seen > k:
