@@ -292,3 +292,44 @@ def test_contiguous_traces_equal_their_line_by_line_reading(
             got = _as_rows(list(contiguous_traces(io.BytesIO(data), ids, start, end)))
             parts += [row[:4] + row[5:] if row[0] == "trace" else row[2:] for row in got[:-1]]
     assert parts == [row[:4] + row[5:] if row[0] == "trace" else row[2:] for row in want[:-1]]
+
+
+def test_fewer_collections_restores_the_thresholds_when_the_last_block_ends() -> None:
+    # blocks in two threads overlap (a Dask worker running two parts): the first to end
+    # leaves the raised threshold to the other; the last restores the caller's thresholds
+    import gc
+    import threading
+
+    from toolscore.dataset.worker import YOUNG_COLLECTION_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    gc.set_threshold(900, 11, 12)
+    try:
+        a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+        seen: dict[str, tuple[int, ...]] = {}
+
+        def first() -> None:
+            with fewer_collections():
+                a_in.set()
+                b_in.wait(5)
+            a_out.set()
+
+        def second() -> None:
+            a_in.wait(5)
+            with fewer_collections():
+                b_in.set()
+                a_out.wait(5)
+                seen["after the first ended"] = gc.get_threshold()
+
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert seen["after the first ended"] == (YOUNG_COLLECTION_THRESHOLD, 11, 12)
+        assert gc.get_threshold() == (900, 11, 12)
+        with fewer_collections(), fewer_collections():
+            assert gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD, 11, 12)
+        assert gc.get_threshold() == (900, 11, 12)
+    finally:
+        gc.set_threshold(*before)
