@@ -264,45 +264,31 @@ class IdReader:
         task = obj.t
         return (key, None if task is None else str(task))
 
-    def read_lines(self, body: bytes, lines: list[bytes]) -> list[Any]:
-        """What :meth:`read` gives for each of ``lines`` (``body`` split at its newlines),
-        with :data:`BLANK` for a blank line: in one decoding call for the whole chunk when
-        every line is one JSON object, line by line otherwise."""
+    def read_lines(self, body: bytes, lines: list[bytes]) -> ChunkIds:
+        """The ids of ``lines`` (``body`` split at its newlines), in one decoding call for the
+        whole chunk when every line is one JSON object: then, when every one has an id, as
+        ``(ids, tasks)`` (``tasks`` None without a task key), taken out by C loops; else what
+        :meth:`read` gives for each line, with :data:`BLANK` for a blank line
+        (:func:`line_ids` reads either form)."""
+        objs = None
         if all(map(bytes.strip, lines)):  # no blank line
             try:
                 objs = self._decode_lines(body)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 objs = None
-            # as many values as lines, none blank: one value on each line
-            if objs is not None and len(objs) == len(lines):
-                ids = self._ids
-                return [ids(obj) for obj in objs]
-        read = self.read
-        return [read(line) if line.strip() else BLANK for line in lines]
-
-    def chunk_ids(
-        self, body: bytes, lines: list[bytes]
-    ) -> tuple[list[str], list[str | None] | None] | None:
-        """``(ids, tasks)`` of ``lines`` (``body`` split at its newlines; ``tasks`` None without
-        a task key) when every line is one JSON object with an id, in one decoding call and
-        C loops; None otherwise (:meth:`read_lines` then says which line is which)."""
-        if not all(map(bytes.strip, lines)):
-            return None
-        try:
-            objs = self._decode_lines(body)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
-        if len(objs) != len(lines):
-            return None
+        # as many values as lines, none blank: one value on each line
+        if objs is None or len(objs) != len(lines):
+            read = self.read
+            return [read(line) if line.strip() else BLANK for line in lines]
         keys = list(map(_KEY, objs))
         if not set(map(type, keys)) <= _STR:
             if None in keys:
-                return None
+                ids = self._ids
+                return [ids(obj) for obj in objs]
             keys = list(map(str, keys))
         if not self.with_task:
             return keys, None
-        tasks = [None if task is None else str(task) for task in map(_TASK, objs)]
-        return keys, tasks
+        return keys, [None if task is None else str(task) for task in map(_TASK, objs)]
 
 
 _KEY = attrgetter("k")
@@ -312,10 +298,14 @@ _STR = {str}
 BLANK = ("", "")
 """What :meth:`IdReader.read_lines` gives for a blank line."""
 
+ChunkIds = list[Any] | tuple[list[str], list[str | None] | None]
+"""A chunk's ids as :meth:`IdReader.read_lines` gives them: one ``(id, task)`` (or
+:data:`BLANK`, or None for a line that is not a JSON object) per line, or, when every line
+has an id, ``(ids, tasks)``."""
 
-def line_ids(got: Any) -> list[tuple[str | None, str | None] | None]:
-    """A chunk's ids as :func:`id_chunks` gives them, one ``(id, task)`` (or what
-    :meth:`IdReader.read_lines` gives) per line."""
+
+def line_ids(got: ChunkIds) -> list[Any]:
+    """A chunk's ids, either form, one per line (see :data:`ChunkIds`)."""
     if isinstance(got, list):
         return got
     keys, tasks = got
@@ -326,12 +316,10 @@ def line_ids(got: Any) -> list[tuple[str | None, str | None] | None]:
 
 def id_chunks(
     f: IO[bytes], ids: IdReader, start: int = 0
-) -> Iterator[tuple[int, bytes, list[bytes], Any]]:
+) -> Iterator[tuple[int, bytes, list[bytes], ChunkIds]]:
     """The lines of ``f`` from ``start`` with their ids, a chunk of whole lines at a time:
-    ``(offset of the first line, the chunk, its lines without their newlines, their ids)``.
-    The ids are :meth:`IdReader.chunk_ids`' pair of lists when every line has one, else what
-    :meth:`IdReader.read_lines` gives (:func:`line_ids` reads either way). The file's last
-    line is given a newline it lacks."""
+    ``(offset of the first line, the chunk, its lines without their newlines, their ids)``
+    (:meth:`IdReader.read_lines`). The file's last line is given a newline it lacks."""
     pos = start
     rest = b""
     while True:
@@ -346,7 +334,7 @@ def id_chunks(
         body, rest = data[:cut], data[cut:]
         lines = body.split(b"\n")
         lines.pop()
-        yield pos, body, lines, ids.chunk_ids(body, lines) or ids.read_lines(body, lines)
+        yield pos, body, lines, ids.read_lines(body, lines)
         pos += cut
     if rest:
         yield pos, rest + b"\n", [rest], [ids.read(rest) if rest.strip() else BLANK]
@@ -455,14 +443,15 @@ def _previous_id(f: IO[bytes], start: int, ids: IdReader) -> tuple[str | None, i
     malformed lines go with the trace before them); ``None`` when a line without an id comes
     first, or none has one."""
     line_start, line_end = _line_around(f, start - 1)
+    begin = line_end  # the end of the line that holds byte start - 1
     while True:
         f.seek(line_start)
         line = f.read(line_end - line_start)
         got = ids.read(line) if line.strip() else None
         if got is not None:
-            return got[0], _next_line(f, start)
+            return got[0], begin
         if line_start == 0:
-            return None, _next_line(f, start)
+            return None, begin
         line_start, line_end = _line_around(f, line_start - 1)
 
 
