@@ -187,23 +187,17 @@ def call_weights(
 def _row_weights(
     items: Sequence[tuple[Any, Any]], dicts: list[dict[str, Any]], strict: bool
 ) -> list[int]:
-    """:func:`call_weights` a call at a time (what :func:`key_hits` tells, value by value)."""
+    """:func:`call_weights` a call at a time (what :func:`key_hits` tells, value by value:
+    lenient, a value of the gold's type equal to it matches before any other comparison)."""
+    lenient = not strict
     out: list[int] = []
-    if strict:
-        for d in dicts:
-            w = 0
-            for key, expected in items:
-                v = d.get(key, MISSING)
-                if v is not MISSING and compare_values(expected, v, strict=True):
-                    w += 1
-            out.append(w)
-        return out
     for d in dicts:
         w = 0
         for key, expected in items:
             v = d.get(key, MISSING)
             if v is not MISSING and (
-                (v.__class__ is expected.__class__ and expected == v) or compare_values(expected, v)
+                (lenient and v.__class__ is expected.__class__ and expected == v)
+                or compare_values(expected, v, strict)
             ):
                 w += 1
         out.append(w)
