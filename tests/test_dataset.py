@@ -265,6 +265,57 @@ def test_byte_range_parts_give_the_records_of_one_part_with_malformed_lines(
         assert [_asdict(r) | {"order": None} for r in cut] == records, part_bytes
 
 
+@pytest.mark.parametrize("head", [b'{"trace_id": "x", "tool": \n', b"\x00\xff garbage\n\n"])
+def test_a_broken_first_line_is_one_error_record_and_the_rest_is_evaluated(
+    tmp_path: Path, generated: tuple[Path, Path], head: bytes
+) -> None:
+    # before, the file's trace key was read from its first line only: a malformed first line
+    # made the whole file one trace, an error, and every gold entry "without a trace"
+    gold, traces = generated
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(head + traces.read_bytes())
+    reference = [
+        _asdict(r) | {"order": None, "source": None, "line": None, "offset": None}
+        for r in evaluate_dataset(str(gold), str(traces), engine="inline")
+    ]
+    for opts in ({}, {"part_bytes": 7_000}, {"trace_key": "trace_id"}, {"interleaved": True}):
+        result = evaluate_dataset(str(gold), str(broken), engine="inline", **opts)  # type: ignore[arg-type]
+        records = [_asdict(r) | {"order": None} for r in result]
+        errors = [r for r in records if r["status"] == "error"]
+        assert len(errors) == 1 and errors[0]["line"] == 1, opts
+        assert errors[0]["error"].startswith(f"{broken}:1: "), opts
+        rest = [
+            r | {"source": None, "line": None, "offset": None}
+            for r in records
+            if r["status"] != "error"
+        ]
+        assert rest == reference, opts
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        (b'{"trace_id": "a", "tool": "t"}\n{"trace_id": "a", "tool": "u"}\n', "trace_id"),
+        (b'{"trace_id": "a", "tool": \n{"session_id": "a", "tool": "u"}\n', "session_id"),
+        (b'\n\n{"run_id": "a"}\n', "run_id"),
+        (b'{"tool": "t", "args": {}}\n{"tool": "u", "args": {}}\n', None),
+        # one JSON document, whatever its inner lines hold
+        (b'[\n{"trace_id": "a", "tool": "t"},\n{"trace_id": "a", "tool": "u"}\n]\n', None),
+        (b'{\n"trace_id": "a",\n"calls": [\n{"trace_id": "a"}\n]\n}\n', None),
+        (b'{"trace_id": "a", "calls": [\n  {"run_id": "a"},\n  {"run_id": "b"}\n]}\n', None),
+        (b'[1, 2]\n{"trace_id": "a"}\n', None),
+        # more lines that are not JSON than objects: not a multi-trace file
+        (b"x\ny\n" + b'{"trace_id": "a"}\n', None),
+        # the head ends inside a line: that piece is not counted
+        (b'bad\n{"trace_id": "a"}\n{"trace_id": "a", "to', "trace_id"),
+    ],
+)
+def test_trace_key_detection_passes_over_broken_records_only(text: bytes, key: str | None) -> None:
+    from toolscore.dataset.inputs import detect_key
+
+    assert detect_key(text, None) == key
+
+
 def test_interleaved_lines_are_grouped(tmp_path: Path, generated: tuple[Path, Path]) -> None:
     gold, traces = generated
     groups: dict[str, list[bytes]] = defaultdict(list)

@@ -197,7 +197,7 @@ def gather(url: str, ids: set[str], cfg: Config, key: str | None) -> dict[str, T
     from ..limits import value_limit
     from ..redact import pii_redaction
     from .gold import gold_lookup
-    from .inputs import Grouper, IdReader, detect_key, first_line, iter_lines, open_input
+    from .inputs import Grouper, IdReader, detect_key, iter_lines, open_input
     from .worker import GOLD_ERRORS, evaluate_one, gold_error_record
 
     out: dict[str, TraceRecord] = {}
@@ -206,7 +206,7 @@ def gather(url: str, ids: set[str], cfg: Config, key: str | None) -> dict[str, T
             if key is None:
                 head = f.read(1 << 20)
                 f.seek(0)
-                key = detect_key(first_line(head), cfg.trace_key)
+                key = detect_key(head, cfg.trace_key)
                 if key is None:
                     return out
             reader = IdReader(key, cfg.task_key)

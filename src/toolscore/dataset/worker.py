@@ -34,7 +34,6 @@ from .inputs import (
     Trace,
     contiguous_traces,
     detect_key,
-    first_line,
     interleaved,
     is_otlp,
     open_input,
@@ -517,7 +516,7 @@ def _run_input(
         if key is None and not compressed:
             head = f.read(1 << 20)
             f.seek(0)
-            key = detect_key(first_line(head), cfg.trace_key)
+            key = detect_key(head, cfg.trace_key)
             if key is None and is_otlp(head):
                 return _run_otlp(f, head, item, cfg, gold, tasks, records, part)
         if key is None:
