@@ -287,11 +287,52 @@ def test_contiguous_traces_equal_their_line_by_line_reading(
     # (a file's reads are whole: here chunks end anywhere through the read size instead)
     cuts = sorted({0, *(c % (len(data) + 1) for c in cut_at), len(data)})
     parts = []
-    with mock.patch.object(inputs, "READ_BYTES", chunk):
+    with (
+        mock.patch.object(inputs, "READ_BYTES", chunk),
+        mock.patch.object(inputs, "BACK_BYTES", max(1, chunk // 3)),
+    ):
         for start, end in itertools.pairwise(cuts):
             got = _as_rows(list(contiguous_traces(io.BytesIO(data), ids, start, end)))
             parts += [row[:4] + row[5:] if row[0] == "trace" else row[2:] for row in got[:-1]]
     assert parts == [row[:4] + row[5:] if row[0] == "trace" else row[2:] for row in want[:-1]]
+
+
+def test_a_range_inside_a_long_run_of_malformed_lines_reads_the_run_once() -> None:
+    # the run goes with the trace before it, which the first range reads to its end. A later
+    # range starting inside the run looks back for that trace's id: in blocks, not two
+    # 64 KiB reads a line (which read 2.5 GB here, and made a file's cost grow with the
+    # square of the run's length); and it stops reading at its own end
+    from toolscore.dataset.inputs import IdReader, contiguous_traces
+
+    good = b"".join(b'{"trace_id": "t%d", "tool": "a"}\n' % (i // 3) for i in range(30))
+    bad = b'{"trace_id": "t9", "tool": broken\n' * 20_000
+    after = b'{"trace_id": "t10", "tool": "a"}\n'
+    data = good + bad + after
+    read = 0
+
+    class Counted(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            nonlocal read
+            got = super().read(size)
+            read += len(got)
+            return got
+
+    ids = IdReader("trace_id", None)
+    third = len(data) // 3
+    got = [
+        list(contiguous_traces(Counted(data), ids, a, b))
+        for a, b in [(0, third), (third, 2 * third), (2 * third, len(data))]
+    ]
+    assert read < 2 * 3 * len(data)  # at most the file twice a range: back, and on
+    first, middle, last = got
+    assert [t.trace_id for t in first[:-1]] == [f"t{i}" for i in range(10)]
+    assert len(first[-2].lines) == 3 + 20_000  # the run goes with t9
+    assert middle == [(0, _next_start(data, third), "")]
+    assert [t.trace_id for t in last[:-1]] == ["t10"]
+
+
+def _next_start(data: bytes, pos: int) -> int:
+    return data.index(b"\n", pos - 1) + 1
 
 
 def test_fewer_collections_restores_the_thresholds_when_the_last_block_ends() -> None:

@@ -480,31 +480,35 @@ def _previous_id(f: IO[bytes], start: int, ids: IdReader) -> tuple[str | None, i
     that line is blank or malformed, of the nearest line before it with an id (blank and
     malformed lines go with the trace before them); ``None`` when a line without an id comes
     first, or none has one."""
-    line_start, line_end = _line_around(f, start - 1)
-    begin = line_end  # the end of the line that holds byte start - 1
-    while True:
-        f.seek(line_start)
-        line = f.read(line_end - line_start)
-        got = ids.read(line) if line.strip() else None
-        if got is not None:
-            return got[0], begin
-        if line_start == 0:
-            return None, begin
-        line_start, line_end = _line_around(f, line_start - 1)
+    begin = _next_line(f, start)
+    return _id_before(f, begin, ids), begin
 
 
-def _line_around(f: IO[bytes], pos: int) -> tuple[int, int]:
-    """The start and end (after its newline) of the line that holds byte ``pos``."""
-    window = 65536
-    while True:
-        lo = max(0, pos + 1 - window)
+BACK_BYTES = 1 << 16
+"""The first block :func:`_id_before` reads; each next one is twice as large, up to
+:data:`READ_BYTES` (a long run of lines without an id is read in blocks, not line by line)."""
+
+
+def _id_before(f: IO[bytes], pos: int, ids: IdReader) -> str | None:
+    """What :meth:`IdReader.read` gives as the id of the nearest line before offset ``pos`` (a
+    line start) that is a JSON object; ``None`` when none is. Blank and malformed lines are
+    passed over; only a line ending with ``}`` can be an object, so only those are decoded."""
+    size = BACK_BYTES
+    hi = pos
+    tail = b""  # the start of the line the previous block began inside
+    while hi > 0:
+        lo = max(0, hi - size)
         f.seek(lo)
-        data = f.read(pos + 1 - lo)
-        nl = data.rfind(b"\n", 0, len(data) - 1)
-        if nl >= 0 or lo == 0:
-            break
-        window *= 4
-    return lo + nl + 1, _next_line(f, pos + 1)
+        lines = (f.read(hi - lo) + tail).split(b"\n")
+        tail = lines[0] if lo > 0 else b""
+        for line in reversed(lines if lo == 0 else lines[1:]):
+            if line.rstrip().endswith(b"}"):
+                got = ids.read(line)
+                if got is not None:
+                    return got[0]
+        hi = lo
+        size = min(size * 2, READ_BYTES)
+    return None
 
 
 def _next_line(f: IO[bytes], pos: int) -> int:
@@ -566,6 +570,9 @@ def contiguous_traces(
             if skip is not None:
                 # the end of the trace the part before this one started (its lines, and the
                 # blank and malformed lines that go with it): that part reads them
+                if end is not None and offset >= end:  # no trace of this range's own
+                    yield (lineno, reached, "")
+                    return
                 if blank or one is None or one[0] == skip:
                     continue
                 skip = None
