@@ -74,6 +74,18 @@ def test_pieces_in_one_part_are_one_trace(scattered: tuple[Path, Path, list[str]
     _check(evaluate_dataset(str(gold), str(traces), engine="inline"), moved)
 
 
+def test_pieces_of_a_compressed_file_are_one_trace(
+    tmp_path: Path, scattered: tuple[Path, Path, list[str]]
+) -> None:
+    # a compressed file is read whole; its scattered traces are gathered from it decompressed
+    import gzip
+
+    gold, traces, moved = scattered
+    packed = tmp_path / "traces.jsonl.gz"
+    packed.write_bytes(gzip.compress(traces.read_bytes()))
+    _check(evaluate_dataset(str(gold), str(packed), engine="inline"), moved)
+
+
 def test_pieces_in_different_byte_ranges_are_one_trace(
     scattered: tuple[Path, Path, list[str]],
 ) -> None:

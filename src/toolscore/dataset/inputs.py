@@ -35,12 +35,14 @@ from typing import IO, Any
 import msgspec
 import orjson
 
+from ..sources._drive import READ_ERRORS, decompressing, is_compressed
 from .shape import ID_KEYS, is_url
 from .shape import first_line as first_line
 
 __all__ = [
     "GROUP_BUDGET",
     "ID_KEYS",
+    "Decompressed",
     "Input",
     "Part",
     "Trace",
@@ -48,6 +50,7 @@ __all__ = [
     "list_inputs",
     "open_fs",
     "open_input",
+    "open_lines",
     "plan_parts",
     "trace_name",
 ]
@@ -64,7 +67,6 @@ GROUP_BUDGET = 64 * 1024 * 1024
 SNIFF_BYTES = 1 << 20
 READ_BYTES = 1 << 20
 """How much of a multi-trace file is read at a time (its ids are decoded a chunk at a time)."""
-COMPRESSED = (".gz", ".zst", ".zstd")
 _EXTENSIONS = (".jsonl", ".ndjson", ".json", ".gz", ".zst", ".zstd", ".txt")
 
 
@@ -179,6 +181,89 @@ def open_input(url: str, storage_options: dict[str, Any] | None = None) -> IO[by
     return open(url, "rb")
 
 
+def open_lines(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:
+    """``url`` to read a line at a time: :func:`open_input`, decompressed when its name says
+    it is compressed (:class:`Decompressed`)."""
+    if is_compressed(url):
+        return Decompressed(url, storage_options)  # type: ignore[return-value]
+    return open_input(url, storage_options)
+
+
+class Decompressed:
+    """A compressed input, read decompressed: ``read``, ``seek(0)`` (reading it again from
+    the start) and ``tell``. A damaged or truncated stream ends the reading instead of
+    raising: :attr:`error` then says what went wrong, and :attr:`offset` where (decompressed
+    bytes read before it).
+
+    Raises:
+        InputError: ``.zst`` without the optional ``zstandard`` package.
+        OSError: the file cannot be opened.
+    """
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.url = url
+        self._options = storage_options
+        self.error: Exception | None = None
+        self.offset = 0
+        self._raw: IO[bytes] | None = None
+        self._stream: Any = None
+        self._start()
+
+    def _start(self) -> None:
+        raw = open_input(self.url, self._options)
+        try:
+            self._stream = decompressing(self.url, raw)
+        except BaseException:
+            raw.close()
+            raise
+        self._raw = raw
+        self.offset = 0
+        self.error = None
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes (all the rest for -1), fewer only at the end, or where the
+        stream broke off: what came out before that is given."""
+        pieces: list[bytes] = []
+        want = size
+        while self.error is None and want != 0:
+            try:  # a piece at a time: nothing decompressed is lost to a later fault
+                piece: bytes = self._stream.read1(1 << 16 if want < 0 else min(want, 1 << 16))
+            except READ_ERRORS as exc:
+                self.error = exc
+                break
+            if not piece:
+                break
+            pieces.append(piece)
+            if want > 0:
+                want -= len(piece)
+        data = b"".join(pieces)
+        self.offset += len(data)
+        return data
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if pos or whence:
+            raise OSError("a compressed input is read again from its start only")
+        if self.offset or self.error is not None:
+            self.close()
+            self._start()
+        return 0
+
+    def tell(self) -> int:
+        return self.offset
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._stream.close()
+            self._raw.close()
+            self._raw = None
+
+    def __enter__(self) -> Decompressed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @dataclass(frozen=True)
 class Part:
     """A unit of work: whole files, or a byte range of one multi-trace file."""
@@ -289,8 +374,8 @@ class IdReader:
         """``(id, task)``; ``None`` for a line that is not a JSON object."""
         try:
             obj = self._decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None  # (nested too deeply: the trace's decoder tells how deep)
         return self._ids(obj)
 
     def _ids(self, obj: Any) -> tuple[str | None, str | None]:
@@ -312,7 +397,7 @@ class IdReader:
         if all(map(bytes.strip, lines)):  # no blank line
             try:
                 objs = self._decode_lines(body)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 objs = None
         # as many values as lines, none blank: one value on each line
         if objs is None or len(objs) != len(lines):
@@ -416,7 +501,7 @@ def plan_parts(
             batch, batch_bytes = [], 0
 
     for item in inputs:
-        if item.size >= 2 * part_bytes and not item.url.lower().endswith(COMPRESSED):
+        if item.size >= 2 * part_bytes and not is_compressed(item.url):
             with open_input(item.url, storage_options) as f:
                 head = sniff(f)
             found = detect_key(head, key)

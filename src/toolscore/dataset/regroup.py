@@ -197,12 +197,12 @@ def gather(url: str, ids: set[str], cfg: Config, key: str | None) -> dict[str, T
     from ..limits import value_limit
     from ..redact import pii_redaction
     from .gold import gold_lookup
-    from .inputs import Grouper, IdReader, detect_key, iter_lines, open_input
+    from .inputs import Grouper, IdReader, detect_key, iter_lines, open_lines
     from .worker import GOLD_ERRORS, evaluate_one, gold_error_record
 
     out: dict[str, TraceRecord] = {}
     with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes):
-        with open_input(url, cfg.storage_options) as f:
+        with open_lines(url, cfg.storage_options) as f:
             if key is None:
                 head = f.read(1 << 20)
                 f.seek(0)

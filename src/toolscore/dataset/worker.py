@@ -13,7 +13,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -24,9 +24,12 @@ from ..columns import Columns
 from ..errors import InputError, ToolscoreError
 from ..redact import redact_secrets
 from ..reports import secret_count, violation_count
+from ..sources._drive import decompressing, is_compressed, read_error
 from ..verdict import letter_grade
 from .gold import GoldSpec, gold_lookup
 from .inputs import (
+    SNIFF_BYTES,
+    Decompressed,
     Grouper,
     IdReader,
     Input,
@@ -37,6 +40,7 @@ from .inputs import (
     interleaved,
     is_otlp,
     open_input,
+    open_lines,
     otlp_items,
     otlp_traces,
 )
@@ -497,24 +501,25 @@ def _run_input(
         return (part.index, len(records))
 
     try:
-        f = open_input(item.url, cfg.storage_options)
-    except OSError as exc:
+        f = open_lines(item.url, cfg.storage_options)
+    except (OSError, InputError) as exc:
+        error = str(exc) if isinstance(exc, InputError) else f"{source}: cannot read: {exc}"
         records.append(
             TraceRecord(
                 trace_id=item.name,
                 task=item.name,
                 status="error",
                 source=source,
-                error=f"{source}: cannot read: {exc}",
+                error=redact_secrets(error),
                 order=order(),
             )
         )
         return 0
     with f:
         key = part.key
-        compressed = item.url.lower().endswith((".gz", ".zst", ".zstd"))
-        if key is None and not compressed:
-            head = f.read(1 << 20)
+        head = b""
+        if key is None:
+            head = f.read(SNIFF_BYTES)
             f.seek(0)
             key = detect_key(head, cfg.trace_key)
             if key is None and is_otlp(head):
@@ -526,49 +531,83 @@ def _run_input(
             calls = _gold_or_error(gold, name, name, source, records, order)
             if calls is False:
                 return 0
-            data: IO[bytes] | str = item.url if not _is_remote(item) else _remote(item, cfg)
-            records.append(
-                evaluate_one(
-                    cfg,
-                    name,
-                    tasks.task(name, None),
-                    data,
-                    calls,  # type: ignore[arg-type]
-                    source=source,
-                    order=order(),
+            with _remote(item, cfg) as data:
+                records.append(
+                    evaluate_one(
+                        cfg,
+                        name,
+                        tasks.task(name, None),
+                        data,
+                        calls,  # type: ignore[arg-type]
+                        source=source,
+                        order=order(),
+                    )
                 )
-            )
             return 0
         ids = IdReader(key, cfg.task_key)
         if part.end is None:
-            head = f.read(1 << 20)
-            f.seek(0)
+            if not head:
+                head = f.read(SNIFF_BYTES)
+                f.seek(0)
             grouped = cfg.interleaved or interleaved(head, ids)
         else:
             grouped = False
         if grouped:
-            return _run_grouped(f, ids, item, cfg, gold, tasks, records, part)
-        lines_read = 0
-        fmt = FileFormat(cfg, source)
-        for got in contiguous_traces(f, ids, part.start, part.end):
-            if isinstance(got, tuple):
-                lineno, offset, problem = got
-                if problem:
-                    records.append(_line_error(source, lineno, offset, problem, order()))
-                else:
-                    lines_read = lineno
-                continue
-            _evaluate_trace(got, item, cfg, gold, tasks, records, part, fmt)
-    del position
+            lines_read = _run_grouped(f, ids, item, cfg, gold, tasks, records, part)
+        else:
+            lines_read = 0
+            fmt = FileFormat(cfg, source)
+            for got in contiguous_traces(f, ids, part.start, part.end):
+                if isinstance(got, tuple):
+                    lineno, offset, problem = got
+                    if problem:
+                        records.append(_line_error(source, lineno, offset, problem, order()))
+                    else:
+                        lines_read = lineno
+                    continue
+                _evaluate_trace(got, item, cfg, gold, tasks, records, part, fmt)
+        if isinstance(f, Decompressed) and f.error is not None:
+            records.append(_ended_early(f, source, records[position:], order()))
     return lines_read
+
+
+def _ended_early(
+    f: Decompressed, source: str, read: list[TraceRecord], order: tuple[int, int]
+) -> TraceRecord:
+    """The error record of a compressed input whose stream broke off (the traces read before
+    it are evaluated with the lines they had; the last of them may have had more)."""
+    problem = read_error(source, f.error or EOFError()).problem
+    last = next((r.trace_id for r in reversed(read) if r.trace_id), None)
+    after = f"; the last trace read: {last!r}" if last is not None else ""
+    return TraceRecord(
+        trace_id="",
+        task="",
+        status="error",
+        source=source,
+        offset=f.offset,
+        error=redact_secrets(f"{source}: {problem} ({f.offset:,} bytes decompressed{after})"),
+        order=order,
+    )
 
 
 def _is_remote(item: Input) -> bool:
     return "://" in item.url
 
 
-def _remote(item: Input, cfg: Config) -> IO[bytes]:
-    return open_input(item.url, cfg.storage_options)
+@contextmanager
+def _remote(item: Input, cfg: Config) -> Iterator[IO[bytes] | str]:
+    """A single trace's input for :func:`evaluate_one`: a local path (read, and decompressed,
+    by the trace readers), or a remote file opened here, decompressed when its name says so
+    (a damaged stream raises as it is read, and is reported as the trace's error)."""
+    if not _is_remote(item):
+        yield item.url
+        return
+    with open_input(item.url, cfg.storage_options) as f:
+        if is_compressed(item.url):
+            with closing(decompressing(item.url, f)) as stream:
+                yield stream
+        else:
+            yield f
 
 
 def _line_error(

@@ -35,7 +35,18 @@ from ._util import input_finding
 from .detect import MAX_SAMPLE, SAMPLE_SIZE, check_format, detect, dialect_class
 from .jsonl import JsonlDecoder
 
-__all__ = ["Session", "aiter_batches", "iter_batches", "open_decoder", "source_size"]
+__all__ = [
+    "COMPRESSED",
+    "READ_ERRORS",
+    "Session",
+    "aiter_batches",
+    "decompressing",
+    "is_compressed",
+    "iter_batches",
+    "open_decoder",
+    "read_error",
+    "source_size",
+]
 
 CHUNK_SIZE = 1 << 18
 """Bytes read at a time: a batch small enough that the passes over its calls (decoding,
@@ -264,11 +275,15 @@ def _open_path(
         file: Any = open(path, "rb")
     except OSError as exc:
         raise InputError(path, f"cannot open: {exc.strerror or exc}") from None
-    compressed = path.endswith((".gz", ".zst"))
+    compressed = is_compressed(path)
     if on_bytes is not None and compressed:
         file = _CountingFile(file, on_bytes)
-    if path.endswith(".gz"):
-        raw: Any = gzip.GzipFile(fileobj=file, mode="rb")
+    if compressed:
+        try:
+            raw: Any = decompressing(path, file)
+        except InputError:
+            file.close()
+            raise
         raw_close = raw.close
 
         def close() -> None:
@@ -276,13 +291,6 @@ def _open_path(
             file.close()
 
         return _reader(raw), close
-    if path.endswith(".zst"):
-        try:
-            raw = _open_zstd(path, file)
-        except InputError:
-            file.close()
-            raise
-        return _reader(raw), raw.close
     return _counted(_reader(file), on_bytes), file.close
 
 
@@ -326,6 +334,24 @@ class _CountingFile:
     @property
     def closed(self) -> bool:
         return bool(self._raw.closed)
+
+
+COMPRESSED = (".gz", ".zst", ".zstd")
+"""The endings of the inputs read decompressed (any case)."""
+
+
+def is_compressed(path: str) -> bool:
+    """Whether ``path`` is read decompressed (:data:`COMPRESSED`)."""
+    return path.lower().endswith(COMPRESSED)
+
+
+def decompressing(path: str, file: Any) -> Any:
+    """A reader (``read``) of ``file`` decompressed as ``path`` ends: ``.gz``, or ``.zst`` /
+    ``.zstd`` (the optional ``zstandard`` package; without it, :class:`InputError`). A read
+    may raise one of :data:`READ_ERRORS` (a damaged or truncated stream)."""
+    if path.lower().endswith(".gz"):
+        return gzip.GzipFile(fileobj=file, mode="rb")
+    return _open_zstd(path, file)
 
 
 def _open_zstd(path: str, file: Any) -> Any:
@@ -376,16 +402,12 @@ class _ZstdReader:
         self._raw.close()
 
 
-def _compressed(path: str) -> bool:
-    return path.endswith((".gz", ".zst"))
-
-
 def _reader(f: Any) -> Callable[[int], bytes]:
     read1 = getattr(f, "read1", None)
     return read1 if callable(read1) else f.read  # type: ignore[no-any-return]
 
 
-def _read_error(source: str, exc: Exception) -> InputError:
+def read_error(source: str, exc: Exception) -> InputError:
     if isinstance(exc, EOFError):
         from ..errors import TruncatedTrace
 
@@ -393,11 +415,12 @@ def _read_error(source: str, exc: Exception) -> InputError:
     return MalformedTrace(source, f"cannot read the input: {exc}")
 
 
-_READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)
+READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)
+"""What reading a damaged or truncated compressed input raises."""
 try:  # a damaged .zst stream
     from zstandard import ZstdError as _ZstdError
 
-    _READ_ERRORS += (_ZstdError,)
+    READ_ERRORS += (_ZstdError,)
 except ImportError:  # pragma: no cover - zstandard is optional
     pass
 
@@ -412,9 +435,9 @@ def _sync_session(session: Session, read: Callable[[int], bytes], size: int) -> 
     while True:
         try:
             chunk = read(size)
-        except _READ_ERRORS as exc:
+        except READ_ERRORS as exc:
             batch = session.close()
-            batch.error = _read_error(session.source, exc)
+            batch.error = read_error(session.source, exc)
             yield batch
             return
         if not chunk:
@@ -429,8 +452,8 @@ def _sync_session(session: Session, read: Callable[[int], bytes], size: int) -> 
                 for batch in session.pulling:
                     if not batch.empty:
                         yield batch
-            except _READ_ERRORS as exc:
-                yield Batch(error=_read_error(session.source, exc))
+            except READ_ERRORS as exc:
+                yield Batch(error=read_error(session.source, exc))
             return
     yield session.close()
 
@@ -473,7 +496,7 @@ def _iter_path(
     format: str, path: str, size: int, on_bytes: Callable[[int], None] | None
 ) -> Iterator[Batch]:
     read, close = _open_path(path, on_bytes)
-    regular = (path != "-" and source_size(path) is not None) or _compressed(path)
+    regular = (path != "-" and source_size(path) is not None) or is_compressed(path)
     session = Session(format, _name(path), pull=(read, size) if regular else None)
     try:
         yield from _sync_batches(session, read, size)
@@ -516,9 +539,9 @@ async def _async_session(session: Session, chunks: AsyncIterable[bytes]) -> Asyn
                 yield batch
                 if batch.error is not None:
                     return
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         batch = session.close()
-        batch.error = _read_error(session.source, exc)
+        batch.error = read_error(session.source, exc)
         yield batch
         return
     yield session.close()
@@ -563,7 +586,7 @@ def source_size(src: Any) -> int | None:
     try:
         if isinstance(src, (str, os.PathLike)):
             path = str(os.fspath(src))
-            if path == "-" or _compressed(path):
+            if path == "-" or is_compressed(path):
                 return None
             st = os.stat(path)
         elif hasattr(src, "fileno"):

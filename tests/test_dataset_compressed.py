@@ -1,0 +1,108 @@
+"""Datasets of compressed files: ``.gz`` and ``.zst`` traces, local and in object storage."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import zstandard
+
+from _cli import run_cli
+from _datasets import generate_dataset
+from toolscore.dataset import TraceRecord, evaluate_dataset
+
+COMPRESS = {".gz": gzip.compress, ".zst": zstandard.ZstdCompressor().compress}
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("gen")
+    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
+    generate_dataset(traces, gold, 60, seed=5)
+    return gold, traces
+
+
+def _rows(records: Any) -> list[dict[str, Any]]:
+    out = []
+    for record in records:
+        assert isinstance(record, TraceRecord)
+        out.append(msgspec.structs.asdict(record) | {"source": None, "order": None, "ci": None})
+    return out
+
+
+@pytest.mark.parametrize("ext", [".gz", ".zst"])
+@pytest.mark.parametrize("opts", [{}, {"interleaved": True}])
+def test_a_compressed_multi_trace_file_is_read_trace_by_trace(
+    tmp_path: Path, generated: tuple[Path, Path], ext: str, opts: dict[str, Any]
+) -> None:
+    # before, a compressed file was always one trace: one record, every gold entry without
+    # a trace
+    gold, traces = generated
+    packed = tmp_path / f"traces.jsonl{ext}"
+    packed.write_bytes(COMPRESS[ext](traces.read_bytes()))
+    plain = evaluate_dataset(str(gold), str(traces), engine="inline", **opts)
+    got = evaluate_dataset(str(gold), str(packed), engine="inline", **opts)
+    assert len(_rows(got)) == 60
+    assert _rows(got) == _rows(plain)
+    assert {r.source for r in got} == {str(packed)}
+
+
+def test_a_truncated_compressed_file_keeps_the_traces_read_before_the_fault(
+    tmp_path: Path, generated: tuple[Path, Path]
+) -> None:
+    gold, traces = generated
+    data = traces.read_bytes()
+    packed = gzip.compress(data)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    # what the stream gives before it breaks off
+    got_bytes = b""
+    with gzip.open(cut) as f:
+        try:
+            while piece := f.read1(1 << 16):
+                got_bytes += piece
+        except EOFError:
+            pass
+    complete = got_bytes[: got_bytes.rfind(b"\n") + 1]
+    whole_ids = {json.loads(line)["trace_id"] for line in complete.splitlines()}
+    result = evaluate_dataset(str(gold), str(cut), engine="inline")
+    records = list(result)
+    ended = [r for r in records if r.status == "error" and "ends early" in (r.error or "")]
+    assert len(ended) == 1
+    assert ended[0].offset == len(got_bytes)
+    assert ended[0].error is not None and ended[0].error.startswith(f"{cut}: ")
+    read = {r.trace_id for r in records if r.status in ("ok", "error") and r.trace_id}
+    assert whole_ids <= read  # every trace whose lines came out is evaluated
+    assert result.input_errors >= 1
+    # the CLI exits 2 for it, at the end
+    out = run_cli("eval", str(gold), str(cut), "--per-trace", str(tmp_path / "p.jsonl"))
+    assert out.returncode == 2, out.stderr
+    assert "ends early" in out.stdout + out.stderr
+
+
+def test_compressed_traces_in_object_storage(tmp_path: Path) -> None:
+    # a single trace per .json.gz file (the usual layout in a bucket) was read undecompressed
+    # from a URL: "could not detect the trace format"
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    calls = [{"tool": "book", "args": {"x": i}} for i in range(3)]
+    one = b"".join(json.dumps(c).encode() + b"\n" for c in calls)
+    fs.pipe("/cz/traces/one.jsonl.gz", gzip.compress(one))
+    fs.pipe("/cz/traces/two.jsonl.zst", COMPRESS[".zst"](one))
+    fs.pipe("/cz/traces/cut.jsonl.gz", gzip.compress(one)[:-12])
+    fs.pipe("/cz/gold.json", json.dumps([{"tool": "book", "args": {"x": 1}}]).encode())
+    try:
+        result = evaluate_dataset("memory:///cz/gold.json", "memory:///cz/traces/", engine="inline")
+        by_id = {r.trace_id: r for r in result}
+        assert by_id["one"].status == by_id["two"].status == "ok"
+        assert by_id["one"].calls == by_id["two"].calls == 3
+        assert by_id["one"].score == by_id["two"].score
+        assert by_id["cut"].status == "error"
+        assert "ends early" in (by_id["cut"].error or "")
+    finally:
+        fs.rm("/cz", recursive=True)
