@@ -316,6 +316,39 @@ def test_trace_key_detection_passes_over_broken_records_only(text: bytes, key: s
     assert detect_key(text, None) == key
 
 
+def test_unusable_gold_lines_are_counted_listed_and_exit_2(
+    tmp_path: Path, generated: tuple[Path, Path]
+) -> None:
+    # before, a keyed gold's bad lines were listed but the run exited 0; a bad first line
+    # made the file one gold for every trace, which failed the whole run
+    gold, traces = generated
+    lines = gold.read_bytes().splitlines(keepends=True)
+    broken_ids = [json.loads(lines[i])["trace_id"] for i in (0, 7)]
+    lines[0] = lines[0][:40] + b"\n"  # not JSON, on the first line
+    lines[7] = b'{"trace_id": "x"}\n'  # no expected calls
+    extra = [b"{oops\n"] * 150 + [lines[3]]  # malformed past the 100 described; a duplicate
+    bad = tmp_path / "gold.jsonl"
+    bad.write_bytes(b"".join(lines + extra))
+    result = evaluate_dataset(str(bad), str(traces), engine="inline")
+    assert result.gold_problems == 2 + 150 + 1
+    assert len(result.problems) == 100 and result.problems[0].startswith(f"{bad}:1: ")
+    statuses = {r.trace_id: r.status for r in result}
+    assert [statuses[t] for t in broken_ids] == ["no_gold", "no_gold"]
+    assert sum(s == "ok" for s in statuses.values()) == 118
+    assert result.summary()["gold_problems"] == 153
+    out = run_cli("eval", str(bad), str(traces), "-o", str(tmp_path / "r.json"))
+    assert out.returncode == 2, out.stderr
+    assert "153 gold line(s) could not be used" in out.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["summary"]["gold_problems"] == 153
+    # a keyed gold of one entry is still keyed gold, trailing newline or not
+    one = json.dumps({"trace_id": broken_ids[1], "expected": []}).encode()
+    for text in (one + b"\n", one + b"\n\n"):
+        bad.write_bytes(text)
+        result = evaluate_dataset(str(bad), str(traces), engine="inline")
+        assert result.gold_problems == 0
+        assert sum(r.status == "no_gold" for r in result) == 119
+
+
 def test_interleaved_lines_are_grouped(tmp_path: Path, generated: tuple[Path, Path]) -> None:
     gold, traces = generated
     groups: dict[str, list[bytes]] = defaultdict(list)

@@ -340,6 +340,10 @@ def _run(
     if errors:
         first = next((r.error for r in result.errors if r.error), "")
         error_line(f"{errors} trace(s) or part(s) could not be read whole (first: {first})")
+    if result.gold_problems:
+        first = result.problems[0] if result.problems else ""  # the gold's come first
+        error_line(f"{result.gold_problems} gold line(s) could not be used (first: {first})")
+        errors += result.gold_problems
     sys.stderr.flush()
     comparison = None
     if ci is not None:

@@ -61,7 +61,10 @@ class GoldSpec:
     count: int = 0
     """Gold entries (keyed, dir)."""
     problems: tuple[str, ...] = ()
-    """Lines of a keyed gold file that could not be used (duplicates, bad lines)."""
+    """Lines of a keyed gold file that could not be used (duplicates, bad lines): the first
+    100 described."""
+    problem_count: int = 0
+    """All of them."""
     source: str | None = None
     """``keyed``: the gold file itself, which a worker on another machine (where ``path``
     does not exist) indexes for itself."""
@@ -146,15 +149,17 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
     conn.execute("PRAGMA synchronous=OFF")
     conn.execute("CREATE TABLE gold (id TEXT PRIMARY KEY, body BLOB) WITHOUT ROWID")
     problems: list[str] = []
+    unusable = 0
     count = 0
     batch: list[tuple[str, bytes]] = []
     body_bytes = 0
 
     def flush() -> None:
-        nonlocal count
+        nonlocal count, unusable
         before = conn.total_changes
         conn.executemany("INSERT OR IGNORE INTO gold VALUES (?, ?)", batch)
         added = conn.total_changes - before
+        unusable += len(batch) - added
         if added != len(batch) and len(problems) < 100:
             problems.append(f"{gold}: {len(batch) - added} duplicate trace id(s); first kept")
         count += added
@@ -169,12 +174,14 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
+                unusable += 1
                 if len(problems) < 100:
                     problems.append(f"{gold}:{lineno}: malformed JSON: {exc}")
                 continue
             calls = obj.get("expected", obj.get("calls")) if isinstance(obj, dict) else None
             trace_id = obj.get(key) if isinstance(obj, dict) else None
             if trace_id is None or not isinstance(calls, list):
+                unusable += 1
                 if len(problems) < 100:
                     problems.append(
                         f"{gold}:{lineno}: not a gold line ({{{key!r}: ..., 'expected': [...]}})"
@@ -197,6 +204,7 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
         path=db,
         count=count,
         problems=tuple(problems),
+        problem_count=unusable,
         source=gold,
         key=key,
         storage_options=options,

@@ -36,7 +36,7 @@ import msgspec
 import orjson
 
 from ..sources._drive import READ_ERRORS, decompressing, is_compressed
-from .shape import ID_KEYS, is_url
+from .shape import ID_KEYS, first_record, is_url
 from .shape import first_line as first_line
 
 __all__ = [
@@ -295,58 +295,18 @@ def sniff(f: IO[bytes], limit: int = SNIFF_BYTES) -> bytes:
     return head
 
 
-KEY_LINES = 64
-"""Lines of a file's head looked at for its trace key (:func:`detect_key`)."""
-
-
 def detect_key(head: bytes, key: str | None) -> str | None:
-    """The trace key of a file starting with ``head``, from its first line that is a JSON
-    object: ``key`` when given and present (or ``None`` when absent), else the first of
-    :data:`ID_KEYS` present.
-
-    Malformed lines before that object are passed over (a multi-trace file whose first
-    record is broken is still one), as long as the file does not open like one JSON
-    document (a line holding only ``{``, or a ``[`` first) and, of the first
-    :data:`KEY_LINES` lines, those that are objects are at least as many as those that are
-    not JSON at all. A line that is JSON but not an object means: not a multi-trace file.
-    """
-    found: dict[str, Any] | None = None
-    objects = broken = 0
-    for n, line in enumerate(_head_lines(head)):
-        if n >= KEY_LINES:
-            break
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            if n == 0 and (line.lstrip().startswith(b"[") or line.strip() == b"{"):
-                return None  # a JSON document, pretty-printed or cut short
-            broken += 1
-            continue
-        if not isinstance(obj, dict):
-            return None
-        objects += 1
-        if found is None:
-            found = obj
-        if not broken:
-            break  # the usual file: its first line decides
-    if found is None or objects < broken:
+    """The trace key of a file starting with ``head``, from its first record
+    (:func:`~.shape.first_record`: malformed lines before it are passed over): ``key`` when
+    given and present (or ``None`` when absent), else the first of :data:`ID_KEYS` present."""
+    found = first_record(head)
+    if found is None:
         return None
     if key is not None and key != "auto":
         return key if key in found else None
     if "resourceSpans" in found:
         return None
     return next((name for name in ID_KEYS if name in found and found[name] is not None), None)
-
-
-def _head_lines(head: bytes) -> Iterator[bytes]:
-    """The lines of ``head`` that are not blank; past a newline, not what follows the last
-    one (a file's head may end inside a line)."""
-    lines = head.split(b"\n")
-    if len(lines) > 1:
-        lines.pop()
-    for line in lines:
-        if line.strip():
-            yield line
 
 
 def is_otlp(head: bytes) -> bool:

@@ -109,6 +109,8 @@ def _headline(result: DatasetResult) -> list[tuple[str, str]]:
         rows.append(("Gold without a trace", f"{s['missing_trace']:,}"))
     if s["input_errors"]:
         rows.append(("Input errors", f"{s['input_errors']:,}"))
+    if s.get("gold_problems"):
+        rows.append(("Unusable gold lines", f"{s['gold_problems']:,}"))
     rate = s["traces_per_s"]
     rows.append(
         (
@@ -199,6 +201,8 @@ def first_signal(result: DatasetResult) -> Any:
         notes.append(f"{agg.traces_with_violations:,} trace(s) with violations")
     if result.input_errors:
         notes.append(f"{result.input_errors:,} unreadable")
+    if result.gold_problems:
+        notes.append(f"{result.gold_problems:,} unusable gold line(s)")
     if notes:
         text.append("\n" + ", ".join(notes), style="bold red")
     return Panel.fit(text)

@@ -58,6 +58,10 @@ class DatasetResult:
     _spool: str
     _tasks: str
     _workdir: str | None = field(default=None, repr=False)
+    gold_problems: int = 0
+    """Lines of a keyed gold file that could not be used (bad lines, lines without an id or
+    expected calls, duplicate ids): an input error, as a broken trace is; the first 100 are
+    described in :attr:`problems`."""
 
     def __post_init__(self) -> None:
         # the temporary files go with the result (or with close())
@@ -152,6 +156,7 @@ class DatasetResult:
             "missing_gold": len(self.missing_gold_all()),
             "missing_trace": agg.statuses.get("no_trace", 0),
             "input_errors": self.input_errors,
+            "gold_problems": self.gold_problems,
             "elapsed_s": self.elapsed,
             "traces_per_s": agg.traces / self.elapsed if self.elapsed > 0 else None,
             "bytes": self.bytes_read,
@@ -713,4 +718,5 @@ def _drive(
         _spool=spool_path,
         _tasks=tasks_path,
         _workdir=work,
+        gold_problems=spec.problem_count,
     )

@@ -12,7 +12,14 @@ from typing import Any
 
 import orjson
 
-__all__ = ["ID_KEYS", "first_line", "gold_is_dataset", "is_url", "keyed_gold_key"]
+__all__ = [
+    "ID_KEYS",
+    "first_line",
+    "first_record",
+    "gold_is_dataset",
+    "is_url",
+    "keyed_gold_key",
+]
 
 ID_KEYS: tuple[str, ...] = (
     "trace_id",
@@ -42,17 +49,54 @@ def first_line(head: bytes) -> bytes:
     return b""
 
 
+RECORD_LINES = 64
+"""Lines of a file's head :func:`first_record` looks at."""
+
+
+def first_record(head: bytes) -> dict[str, Any] | None:
+    """The first line of a JSON Lines file's ``head`` that is a JSON object; ``None`` when
+    the file does not look like JSON Lines records.
+
+    Malformed lines before it are passed over (a file whose first record is broken is still
+    a file of records), as long as the file does not open like one JSON document (a line
+    holding only ``{``, or a ``[`` first) and, of its first :data:`RECORD_LINES` lines, those
+    that are objects are at least as many as those that are not JSON at all. A line that is
+    JSON but not an object means: not records. What follows the head's last newline is not
+    looked at (the head may end inside a line), unless the head holds one line only.
+    """
+    lines = head.split(b"\n")
+    if len(lines) > 1:
+        lines.pop()
+    found: dict[str, Any] | None = None
+    objects = broken = 0
+    for n, line in enumerate(line for line in lines if line.strip()):
+        if n >= RECORD_LINES:
+            break
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if n == 0 and (line.lstrip().startswith(b"[") or line.strip() == b"{"):
+                return None  # a JSON document, pretty-printed or cut short
+            broken += 1
+            continue
+        if not isinstance(obj, dict):
+            return None
+        objects += 1
+        if found is None:
+            found = obj
+        if not broken:
+            break  # the usual file: its first line decides
+    return found if found is not None and objects >= broken else None
+
+
 def keyed_gold_key(head: bytes) -> str | None:
     """The id key of a keyed JSON Lines gold file starting with ``head``, or None when it is
-    not one (a line ``{"trace_id": ..., "expected": [...]}`` then another line)."""
-    line = first_line(head)
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict) or (len(line) >= len(head.strip()) and head.count(b"\n") < 1):
-        return None
-    if not ("expected" in obj or "calls" in obj):
+    not one (a line ``{"trace_id": ..., "expected": [...]}`` then another line; broken lines
+    before it are passed over, :func:`first_record`)."""
+    if b"\n" not in head:
+        return None  # one line: a gold file of one JSON value
+    obj = first_record(head)
+    if obj is None or not ("expected" in obj or "calls" in obj):
         return None
     return next((k for k in ID_KEYS if k in obj), None)
 
