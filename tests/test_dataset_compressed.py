@@ -51,6 +51,35 @@ def test_a_compressed_multi_trace_file_is_read_trace_by_trace(
     assert {r.source for r in got} == {str(packed)}
 
 
+@pytest.mark.parametrize("ext", [".gz", ".zst"])
+def test_a_large_compressed_file_is_unpacked_and_cut_into_ranges(
+    tmp_path: Path, generated: tuple[Path, Path], ext: str
+) -> None:
+    # read whole, a compressed file's records all come back at once, from one worker; past
+    # part_bytes it is decompressed into the work directory and its copy cut into ranges
+    from toolscore.dataset.inputs import list_inputs, plan_parts
+
+    gold, traces = generated
+    packed = tmp_path / f"traces.jsonl{ext}"
+    packed.write_bytes(COMPRESS[ext](traces.read_bytes()))
+    size = packed.stat().st_size
+    plan = {"key": None, "task_key": None, "force_interleaved": False, "part_bytes": size // 4}
+    unpacked = plan_parts(list_inputs(str(packed), {}), unpack_dir=str(tmp_path), **plan)
+    assert len(unpacked) > 4 and all(p.end is not None for p in unpacked)
+    assert {p.inputs[0].local for p in unpacked} == {str(tmp_path / "unpacked-0.jsonl")}
+    assert (tmp_path / "unpacked-0.jsonl").read_bytes() == traces.read_bytes()
+    whole = plan_parts(list_inputs(str(packed), {}), **plan)  # (a Dask cluster's plan)
+    assert [(p.start, p.end, p.inputs[0].local) for p in whole] == [(0, None, None)]
+
+    plain = _rows(evaluate_dataset(str(gold), str(traces), engine="inline"))
+    for engine, workers in (("inline", None), ("local", 2)):
+        got = evaluate_dataset(
+            str(gold), str(packed), engine=engine, workers=workers, part_bytes=size // 4
+        )
+        assert _rows(got) == plain, engine  # line numbers and offsets included
+        got.close()
+
+
 def test_a_truncated_compressed_file_keeps_the_traces_read_before_the_fault(
     tmp_path: Path, generated: tuple[Path, Path]
 ) -> None:
@@ -69,15 +98,18 @@ def test_a_truncated_compressed_file_keeps_the_traces_read_before_the_fault(
             pass
     complete = got_bytes[: got_bytes.rfind(b"\n") + 1]
     whole_ids = {json.loads(line)["trace_id"] for line in complete.splitlines()}
-    result = evaluate_dataset(str(gold), str(cut), engine="inline")
-    records = list(result)
-    ended = [r for r in records if r.status == "error" and "ends early" in (r.error or "")]
-    assert len(ended) == 1
-    assert ended[0].offset == len(got_bytes)
-    assert ended[0].error is not None and ended[0].error.startswith(f"{cut}: ")
-    read = {r.trace_id for r in records if r.status in ("ok", "error") and r.trace_id}
-    assert whole_ids <= read  # every trace whose lines came out is evaluated
-    assert result.input_errors >= 1
+    # read whole, and unpacked then cut into ranges (the last range tells)
+    for part_bytes in (None, len(packed) // 8):
+        result = evaluate_dataset(str(gold), str(cut), engine="inline", part_bytes=part_bytes)
+        records = list(result)
+        ended = [r for r in records if r.status == "error" and "ends early" in (r.error or "")]
+        assert len(ended) == 1, part_bytes
+        assert ended[0].offset == len(got_bytes)
+        assert ended[0].error is not None and ended[0].error.startswith(f"{cut}: ")
+        assert f"{len(got_bytes):,} bytes decompressed" in ended[0].error
+        read = {r.trace_id for r in records if r.status in ("ok", "error") and r.trace_id}
+        assert whole_ids <= read  # every trace whose lines came out is evaluated
+        assert result.input_errors >= 1
     # the CLI exits 2 for it, at the end
     out = run_cli("eval", str(gold), str(cut), "--per-trace", str(tmp_path / "p.jsonl"))
     assert out.returncode == 2, out.stderr

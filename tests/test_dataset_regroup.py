@@ -77,13 +77,16 @@ def test_pieces_in_one_part_are_one_trace(scattered: tuple[Path, Path, list[str]
 def test_pieces_of_a_compressed_file_are_one_trace(
     tmp_path: Path, scattered: tuple[Path, Path, list[str]]
 ) -> None:
-    # a compressed file is read whole; its scattered traces are gathered from it decompressed
+    # a compressed file read whole: its scattered traces are gathered from it decompressed
     import gzip
 
     gold, traces, moved = scattered
     packed = tmp_path / "traces.jsonl.gz"
     packed.write_bytes(gzip.compress(traces.read_bytes()))
     _check(evaluate_dataset(str(gold), str(packed), engine="inline"), moved)
+    # large enough to be unpacked into the work directory and cut: gathered from the copy
+    part_bytes = packed.stat().st_size // 2
+    _check(evaluate_dataset(str(gold), str(packed), part_bytes=part_bytes, workers=2), moved)
 
 
 def test_pieces_in_different_byte_ranges_are_one_trace(

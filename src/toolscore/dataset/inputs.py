@@ -27,7 +27,7 @@ import struct
 import tempfile
 import zlib
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 from operator import attrgetter
 from typing import IO, Any
@@ -35,7 +35,7 @@ from typing import IO, Any
 import msgspec
 import orjson
 
-from ..sources._drive import READ_ERRORS, decompressing, is_compressed
+from ..sources._drive import READ_ERRORS, decompressing, is_compressed, read_error
 from .shape import ID_KEYS, first_record, is_url
 from .shape import first_line as first_line
 
@@ -53,6 +53,7 @@ __all__ = [
     "open_lines",
     "plan_parts",
     "trace_name",
+    "unpack",
 ]
 
 PART_BYTES = 4 * 1024 * 1024
@@ -92,6 +93,16 @@ class Input:
     size: int
     name: str
     """The trace id it gives when it holds one trace: its path below TRACES, no extensions."""
+    local: str | None = None
+    """A decompressed copy of a compressed multi-trace file, read in its place (its records
+    still name ``url``; offsets count decompressed bytes; see :func:`plan_parts`)."""
+    broken: str | None = None
+    """Why that copy ends early (the stream broke off), when it does."""
+
+    @property
+    def path(self) -> str:
+        """What is read: the decompressed copy, or ``url``."""
+        return self.local or self.url
 
 
 def trace_name(relative: str) -> str:
@@ -423,6 +434,44 @@ def id_chunks(
         yield pos, rest + b"\n", [rest], [ids.read(rest) if rest.strip() else BLANK]
 
 
+def unpack(
+    item: Input,
+    directory: str,
+    number: int,
+    key: str | None,
+    task_key: str | None,
+    force_interleaved: bool,
+    storage_options: dict[str, Any] | None = None,
+) -> Input:
+    """``item`` (a compressed file) with a decompressed copy in ``directory`` when its head
+    shows a multi-trace file whose traces are contiguous; else ``item`` as it is (one trace,
+    or interleaved lines: read whole, decompressed as they are read). A stream that breaks
+    off gives the copy of what came out, and :attr:`Input.broken`."""
+    try:
+        with Decompressed(item.url, storage_options) as f:
+            head = f.read(SNIFF_BYTES)
+            found = detect_key(head, key)
+            if (
+                found is None
+                or force_interleaved
+                or interleaved(head, IdReader(found, task_key))
+                or f.error is not None
+            ):
+                return item
+            path = os.path.join(directory, f"unpacked-{number}.jsonl")
+            with open(path, "wb") as out:
+                out.write(head)
+                while piece := f.read(READ_BYTES):
+                    out.write(piece)
+            broken = None
+            if f.error is not None:
+                problem = read_error(item.url, f.error).problem
+                broken = f"{problem} ({f.offset:,} bytes decompressed)"
+            return replace(item, local=path, size=f.offset, broken=broken)
+    except (OSError, ValueError):
+        return item  # the worker reports it, reading the file itself
+
+
 def interleaved(head: bytes, ids: IdReader) -> bool:
     """Whether a trace id in ``head`` reappears after another one."""
     seen: set[str] = set()
@@ -447,9 +496,17 @@ def plan_parts(
     force_interleaved: bool,
     storage_options: dict[str, Any] | None = None,
     part_bytes: int = PART_BYTES,
+    unpack_dir: str | None = None,
 ) -> list[Part]:
     """Cut the dataset into parts: a large uncompressed multi-trace file whose traces are
-    contiguous becomes byte ranges of about ``part_bytes``; small files are batched."""
+    contiguous becomes byte ranges of about ``part_bytes``; small files are batched.
+
+    With ``unpack_dir`` (engines whose workers see this machine's disk), a compressed
+    multi-trace file of ``part_bytes`` or more, whose traces are contiguous, is first
+    decompressed there (:func:`unpack`) and its copy cut the same way: read on every worker,
+    its records come back a range at a time (memory stays flat). Otherwise a compressed
+    file is read whole, by one worker.
+    """
     parts: list[Part] = []
     batch: list[Input] = []
     batch_bytes = 0
@@ -461,8 +518,14 @@ def plan_parts(
             batch, batch_bytes = [], 0
 
     for item in inputs:
-        if item.size >= 2 * part_bytes and not is_compressed(item.url):
-            with open_input(item.url, storage_options) as f:
+        compressed = is_compressed(item.url)
+        if unpack_dir is not None and compressed and item.size >= part_bytes:
+            item = unpack(
+                item, unpack_dir, len(parts), key, task_key, force_interleaved, storage_options
+            )
+            compressed = item.local is None
+        if item.size >= 2 * part_bytes and not compressed:
+            with open_input(item.path, storage_options) as f:
                 head = sniff(f)
             found = detect_key(head, key)
             if (

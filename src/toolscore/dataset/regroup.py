@@ -53,9 +53,14 @@ class Regroup:
         self.cfg = cfg
         self.work = work
         self._last: dict[str, int] = {}
+        self._paths: dict[str, str] = {}
+        """What is read for a source: its decompressed copy (:attr:`~.inputs.Input.path`)."""
         for part in parts:
             if part.end is not None:
                 self._last[part.inputs[0].url] = part.index
+            for item in part.inputs:
+                if item.local is not None:
+                    self._paths[item.url] = item.local
         self._db: sqlite3.Connection | None = None
         self._spool: Any = None
         self._spool_url: str | None = None
@@ -95,7 +100,8 @@ class Regroup:
             return records
         whole: dict[tuple[str, str], TraceRecord] = {}
         for url, ids in pieces.items():
-            for trace_id, record in gather(url, ids, self.cfg, None).items():
+            found = gather(url, ids, self.cfg, None, self._paths.get(url))
+            for trace_id, record in found.items():
                 whole[(url, trace_id)] = record
         out: list[TraceRecord] = []
         done: set[tuple[str, str]] = set()
@@ -146,7 +152,11 @@ class Regroup:
     def _release(self) -> Iterator[list[TraceRecord]]:
         url, spool = self._spool_url, self._spool
         assert url is not None and spool is not None
-        whole = gather(url, self._scattered, self.cfg, self._key) if self._scattered else {}
+        whole = (
+            gather(url, self._scattered, self.cfg, self._key, self._paths.get(url))
+            if self._scattered
+            else {}
+        )
         done: set[str] = set()
         batch: list[TraceRecord] = []
         spool.seek(0)
@@ -190,10 +200,13 @@ def _in_place_of(whole: TraceRecord, first: TraceRecord) -> TraceRecord:
     return whole
 
 
-def gather(url: str, ids: set[str], cfg: Config, key: str | None) -> dict[str, TraceRecord]:
-    """Read ``url`` again and evaluate the traces ``ids`` whole: each one's lines wherever they
-    are in the file, as the file's reader attaches them (a line without a readable id goes
-    with the trace before it). Line numbers are the file's."""
+def gather(
+    url: str, ids: set[str], cfg: Config, key: str | None, path: str | None = None
+) -> dict[str, TraceRecord]:
+    """Read ``url`` again (or ``path``, its decompressed copy) and evaluate the traces ``ids``
+    whole: each one's lines wherever they are in the file, as the file's reader attaches them
+    (a line without a readable id goes with the trace before it). Line numbers are the
+    file's."""
     from ..limits import value_limit
     from ..redact import pii_redaction
     from .gold import gold_lookup
@@ -202,7 +215,7 @@ def gather(url: str, ids: set[str], cfg: Config, key: str | None) -> dict[str, T
 
     out: dict[str, TraceRecord] = {}
     with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes):
-        with open_lines(url, cfg.storage_options) as f:
+        with open_lines(path or url, cfg.storage_options) as f:
             if key is None:
                 head = f.read(1 << 20)
                 f.seek(0)

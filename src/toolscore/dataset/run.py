@@ -292,6 +292,8 @@ def evaluate_dataset(
             task_key=task_key,
             force_interleaved=interleaved,
             storage_options=options,
+            # a Dask cluster's workers may not see this machine's disk
+            unpack_dir=None if engine == "dask" or client is not None or scheduler else work,
             **({"part_bytes": part_bytes} if part_bytes else {}),
         )
         if isinstance(forbidden, str) or forbidden is None:

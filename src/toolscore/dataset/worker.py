@@ -501,7 +501,7 @@ def _run_input(
         return (part.index, len(records))
 
     try:
-        f = open_lines(item.url, cfg.storage_options)
+        f = open_lines(item.path, cfg.storage_options)
     except (OSError, InputError) as exc:
         error = str(exc) if isinstance(exc, InputError) else f"{source}: cannot read: {exc}"
         records.append(
@@ -566,17 +566,23 @@ def _run_input(
                         lines_read = lineno
                     continue
                 _evaluate_trace(got, item, cfg, gold, tasks, records, part, fmt)
+        ended = None
         if isinstance(f, Decompressed) and f.error is not None:
-            records.append(_ended_early(f, source, records[position:], order()))
+            problem = read_error(source, f.error).problem
+            ended = (f"{problem} ({f.offset:,} bytes decompressed)", f.offset)
+        elif item.broken is not None and (part.end is None or part.end >= item.size):
+            ended = (item.broken, item.size)  # the copy's end: the last range tells
+        if ended is not None:
+            records.append(_ended_early(source, *ended, records[position:], order()))
     return lines_read
 
 
 def _ended_early(
-    f: Decompressed, source: str, read: list[TraceRecord], order: tuple[int, int]
+    source: str, problem: str, offset: int, read: list[TraceRecord], order: tuple[int, int]
 ) -> TraceRecord:
-    """The error record of a compressed input whose stream broke off (the traces read before
-    it are evaluated with the lines they had; the last of them may have had more)."""
-    problem = read_error(source, f.error or EOFError()).problem
+    """The error record of a compressed input whose stream broke off at ``offset`` (the
+    traces read before it are evaluated with the lines they had; the last may have had
+    more)."""
     last = next((r.trace_id for r in reversed(read) if r.trace_id), None)
     after = f"; the last trace read: {last!r}" if last is not None else ""
     return TraceRecord(
@@ -584,8 +590,8 @@ def _ended_early(
         task="",
         status="error",
         source=source,
-        offset=f.offset,
-        error=redact_secrets(f"{source}: {problem} ({f.offset:,} bytes decompressed{after})"),
+        offset=offset,
+        error=redact_secrets(f"{source}: {problem}{after}"),
         order=order,
     )
 
