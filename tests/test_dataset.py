@@ -367,6 +367,65 @@ def test_interleaved_lines_are_grouped(tmp_path: Path, generated: tuple[Path, Pa
         assert result.input_errors == 0
 
 
+def test_the_records_of_an_interleaved_file_reach_the_driver_a_batch_at_a_time(
+    tmp_path: Path, generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a file whose lines interleave is one part; its records came back in one list, so the
+    # driver's memory grew with its traces (483 MB at 100k traces). Now the worker spools
+    # them to the work directory every SPOOL_RECORDS and the driver reads them in batches
+    from toolscore.dataset import worker
+
+    gold, traces = generated
+    groups: dict[str, list[bytes]] = defaultdict(list)
+    for line in traces.read_bytes().splitlines(keepends=True):
+        groups[json.loads(line)["trace_id"]].append(line)
+    rounds = max(len(g) for g in groups.values())
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"".join(g[i] for i in range(rounds) for g in groups.values() if i < len(g)))
+    whole = [_asdict(r) for r in evaluate_dataset(str(gold), str(path), engine="inline")]
+    writes: list[int] = []
+    spool = worker.Records.spill
+
+    def spill(self: Any) -> None:
+        writes.append(1)
+        spool(self)
+
+    monkeypatch.setattr(worker, "SPOOL_RECORDS", 7)
+    monkeypatch.setattr(worker.Records, "spill", spill)
+    work = tmp_path / "work"
+    work.mkdir()
+    result = evaluate_dataset(str(gold), str(path), engine="inline", workdir=str(work))
+    assert writes == [1]
+    assert [_asdict(r) for r in result] == whole and len(whole) == 120
+    (run,) = work.iterdir()
+    assert not [p for p in run.iterdir() if p.name.startswith("records-")]  # read, removed
+    result.close()
+
+
+def test_records_spool_gives_them_back_in_order(tmp_path: Path) -> None:
+    from toolscore.dataset.worker import SPOOL_RECORDS, PartResult, Records
+
+    records = Records(str(tmp_path))
+    records.spill()
+    made = [
+        TraceRecord(trace_id=f"t{i}", task="", source="s") for i in range(2 * SPOOL_RECORDS + 5)
+    ]
+    for record in made:
+        records.append(record)
+    records.close()
+    assert len(records) == len(made) and len(records.held) == 5
+    assert records.path is not None and records.last_id == made[-1].trace_id
+    result = PartResult(0, records.held, [0], 0, records.path)
+    assert [len(b) for b in result.batches()] == [SPOOL_RECORDS, SPOOL_RECORDS, 5]
+    assert list(tmp_path.iterdir()) == []
+    # without a directory (a Dask cluster) nothing is written
+    kept = Records(None)
+    kept.spill()
+    for record in made:
+        kept.append(record)
+    assert kept.path is None and len(kept.held) == len(made)
+
+
 def test_spilled_grouping_equals_in_memory(tmp_path: Path, generated: tuple[Path, Path]) -> None:
     from toolscore.dataset.inputs import Grouper
 

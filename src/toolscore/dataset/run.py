@@ -285,6 +285,8 @@ def evaluate_dataset(
             by_base_name=gold_by_base_name,
         )
         inputs = list_inputs(traces, options)
+        # a Dask cluster's workers may not see this machine's disk
+        local_disk = None if engine == "dask" or client is not None or scheduler else work
         key = trace_key if trace_key not in (None, "auto") else None
         parts = plan_parts(
             inputs,
@@ -292,8 +294,7 @@ def evaluate_dataset(
             task_key=task_key,
             force_interleaved=interleaved,
             storage_options=options,
-            # a Dask cluster's workers may not see this machine's disk
-            unpack_dir=None if engine == "dask" or client is not None or scheduler else work,
+            unpack_dir=local_disk,
             **({"part_bytes": part_bytes} if part_bytes else {}),
         )
         if isinstance(forbidden, str) or forbidden is None:
@@ -313,6 +314,7 @@ def evaluate_dataset(
             interleaved=interleaved,
             storage_options=options,
             spill_dir=work,
+            records_dir=local_disk,
             pii=kinds,
             max_value_bytes=limit,
             details=details,
@@ -659,9 +661,10 @@ def _drive(
             _shift(outcome, base, part)
             for item, lines in zip(part.inputs, outcome.lines, strict=True):
                 base[item.url] = base.get(item.url, 0) + lines
-            for batch in regroup.feed(part, outcome.records):
-                mark_duplicates(batch)
-                take(batch)
+            for records in outcome.batches():
+                for batch in regroup.feed(part, records):
+                    mark_duplicates(batch)
+                    take(batch)
             done_bytes += outcome.bytes_read
             if on_progress is not None:
                 held = done_records + regroup.held

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import re
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -70,6 +72,9 @@ class Config:
     interleaved: bool = False
     storage_options: dict[str, Any] = field(default_factory=dict)
     spill_dir: str | None = None
+    records_dir: str | None = None
+    """Where a part's records may be spooled for the driver (:class:`Records`): a local
+    engine's work directory; None on a Dask cluster, whose workers may not share it."""
     pii: frozenset[str] = frozenset()
     """The opt-in personal-data kinds looked for and redacted (``--pii``)."""
     max_value_bytes: int | None = None
@@ -87,6 +92,22 @@ class PartResult:
     lines: list[int]
     """Lines read in each of the part's files (for the line numbers of the next part)."""
     bytes_read: int = 0
+    spool: str | None = None
+    """A file of the part's first records (:class:`Records`), before :attr:`records`."""
+
+    def batches(self) -> Iterator[list[TraceRecord]]:
+        """The part's records in order, a batch at a time: the spool's (the file is then
+        removed), then :attr:`records`."""
+        if self.spool is not None:
+            try:
+                with open(self.spool, "rb") as f:
+                    while size := int.from_bytes(f.read(8), "little"):
+                        yield _RECORDS_DECODER.decode(f.read(size))
+            finally:
+                os.unlink(self.spool)
+            self.spool = None
+        if self.records:
+            yield self.records
 
     def __getstate__(self) -> dict[str, Any]:
         # to the driver (a pool's pipe, a Dask cluster) the records go as one MessagePack
@@ -110,6 +131,54 @@ class PartResult:
 
 _RECORDS_ENCODER = msgspec.msgpack.Encoder()
 _RECORDS_DECODER = msgspec.msgpack.Decoder(list[TraceRecord])
+
+SPOOL_RECORDS = 2_000
+"""Records a part holds in memory before :class:`Records` writes them to its spool."""
+
+
+class Records:
+    """A part's records as they are made (``append``; ``len`` counts them all). With
+    ``directory`` (a local engine's work directory, which the driver reads too) and
+    :meth:`spill` on, every :data:`SPOOL_RECORDS` records are written to a spool file there:
+    a part of many traces (a file whose lines interleave) then holds a bounded number, and
+    the driver takes them in a batch at a time (:meth:`PartResult.batches`)."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self.held: list[TraceRecord] = []
+        self.count = 0
+        self.last_id: str | None = None
+        """The id of the last record that has one."""
+        self.path: str | None = None
+        self._directory = directory
+        self._spill = False
+        self._file: IO[bytes] | None = None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def append(self, record: TraceRecord) -> None:
+        self.held.append(record)
+        self.count += 1
+        if record.trace_id:
+            self.last_id = record.trace_id
+        if self._spill and len(self.held) >= SPOOL_RECORDS:
+            self._write()
+
+    def spill(self) -> None:
+        """Write to the spool from now on (when there is a directory)."""
+        self._spill = self._directory is not None
+
+    def _write(self) -> None:
+        if self._file is None:
+            fd, self.path = tempfile.mkstemp(prefix="records-", dir=self._directory)
+            self._file = os.fdopen(fd, "wb")
+        data = _RECORDS_ENCODER.encode(self.held)
+        self._file.write(len(data).to_bytes(8, "little") + data)
+        self.held = []
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 class _ToolCounter:
@@ -483,19 +552,22 @@ def run_part(part: Part, cfg: Config) -> PartResult:
 def _run_part(part: Part, cfg: Config) -> PartResult:
     gold = gold_lookup(cfg.gold)
     tasks = _Tasks(cfg)
-    records: list[TraceRecord] = []
+    records = Records(cfg.records_dir)
     lines: list[int] = []
-    for item in part.inputs:
-        lines.append(_run_input(part, item, cfg, gold, tasks, records))
-    return PartResult(part.index, records, lines, part.size)
+    try:
+        for item in part.inputs:
+            lines.append(_run_input(part, item, cfg, gold, tasks, records))
+    finally:
+        records.close()
+    return PartResult(part.index, records.held, lines, part.size, records.path)
 
 
 def _run_input(
-    part: Part, item: Input, cfg: Config, gold: Any, tasks: _Tasks, records: list[TraceRecord]
+    part: Part, item: Input, cfg: Config, gold: Any, tasks: _Tasks, records: Records
 ) -> int:
     """Evaluate one input (or its range); returns the lines read."""
     source = item.url
-    position = len(records)
+    records.last_id = None
 
     def order() -> tuple[int, int]:
         return (part.index, len(records))
@@ -573,17 +645,16 @@ def _run_input(
         elif item.broken is not None and (part.end is None or part.end >= item.size):
             ended = (item.broken, item.size)  # the copy's end: the last range tells
         if ended is not None:
-            records.append(_ended_early(source, *ended, records[position:], order()))
+            records.append(_ended_early(source, *ended, records.last_id, order()))
     return lines_read
 
 
 def _ended_early(
-    source: str, problem: str, offset: int, read: list[TraceRecord], order: tuple[int, int]
+    source: str, problem: str, offset: int, last: str | None, order: tuple[int, int]
 ) -> TraceRecord:
     """The error record of a compressed input whose stream broke off at ``offset`` (the
-    traces read before it are evaluated with the lines they had; the last may have had
-    more)."""
-    last = next((r.trace_id for r in reversed(read) if r.trace_id), None)
+    traces read before it, the last one ``last``, are evaluated with the lines they had;
+    the last may have had more)."""
     after = f"; the last trace read: {last!r}" if last is not None else ""
     return TraceRecord(
         trace_id="",
@@ -655,7 +726,7 @@ def _gold_or_error(
     trace_id: str,
     name: str | None,
     source: str,
-    records: list[TraceRecord],
+    records: Records,
     order: Any,
     line: int | None = None,
 ) -> list[ToolCall] | bool | None:
@@ -719,7 +790,7 @@ def _evaluate_trace(
     cfg: Config,
     gold: Any,
     tasks: _Tasks,
-    records: list[TraceRecord],
+    records: Records,
     part: Part,
     fmt: FileFormat | None = None,
 ) -> None:
@@ -758,11 +829,15 @@ def _run_grouped(
     cfg: Config,
     gold: Any,
     tasks: _Tasks,
-    records: list[TraceRecord],
+    records: Records,
     part: Part,
 ) -> int:
     from .inputs import iter_lines
 
+    if len(part.inputs) == 1:
+        # the file's traces are grouped whole (the driver has no pieces to join): its
+        # records may go to the driver a batch at a time, however many there are
+        records.spill()
     grouper = Grouper(directory=cfg.spill_dir)
     lineno = 0
     last: str | None = None
@@ -799,7 +874,7 @@ def _run_otlp(
     cfg: Config,
     gold: Any,
     tasks: _Tasks,
-    records: list[TraceRecord],
+    records: Records,
     part: Part,
 ) -> int:
     grouper = Grouper(directory=cfg.spill_dir)
