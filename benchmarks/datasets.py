@@ -1,6 +1,7 @@
 """Dataset benchmark: many traces, each against its own gold, on 1 or 2 workers and on Dask.
 
     python benchmarks/datasets.py --traces 10000,100000 [--dask] [--loop] [--workers 1,2]
+        [--shapes contiguous,gzip,interleaved]
 
 Generates (from ``--seed``) a JSON Lines file of traces (10-50 calls each, 4 trials a task,
 5% failed calls, some retries) keyed by ``trace_id`` and a JSON Lines gold keyed the same
@@ -14,7 +15,12 @@ way, then times, each in a fresh process (so peak RSS is that run's):
   interpreter (another build's virtual environment, e.g. ``/work/before/.venv/bin/python``),
   for a baseline that is not this checkout.
 
-and prints traces/s, MB/s, wall seconds, CPU seconds (the run's own, plus every process below
+With ``--shapes`` the same traces are also timed as other files: ``gzip`` (the file gzipped,
+level 1) and ``interleaved`` (the lines of each 64 consecutive traces taken in turn, as the
+concurrent sessions of a production log interleave). Their records and aggregates are the
+contiguous file's; MB/s counts the uncompressed bytes.
+
+It prints traces/s, MB/s, wall seconds, CPU seconds (the run's own, plus every process below
 it: the pool's or Dask's workers, polled every 0.1 s, so the last tenth of a second of a
 worker may be missed) and traces per CPU second (on a shared machine, where wall times swing
 with the load, the steadier figure), and peak RSS (the driver's ``ru_maxrss``, and the
@@ -108,6 +114,50 @@ def generate(
                 calls_written += len(lines)
                 written += 1
     return calls_written
+
+
+INTERLEAVE = 64
+"""Traces whose lines the ``interleaved`` shape takes in turn."""
+
+
+def shaped(traces: Path, shape: str) -> Path:
+    """``traces`` as ``shape`` (written next to it once): the same lines, gzipped or
+    interleaved."""
+    if shape == "contiguous":
+        return traces
+    if shape == "gzip":
+        import gzip
+        import shutil
+
+        out = traces.with_name(traces.name + ".gz")
+        if not out.exists():
+            with traces.open("rb") as src, gzip.open(out, "wb", compresslevel=1) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        return out
+    if shape == "interleaved":
+        out = traces.with_name(traces.stem + ".interleaved.jsonl")
+        if not out.exists():
+            with traces.open("rb") as src, out.open("wb") as dst:
+                window: list[list[bytes]] = []
+                current = None
+                for line in src:
+                    trace_id = json.loads(line)["trace_id"]
+                    if trace_id != current:
+                        if len(window) == INTERLEAVE:
+                            dst.write(_in_turn(window))
+                            window = []
+                        window.append([])
+                        current = trace_id
+                    window[-1].append(line)
+                dst.write(_in_turn(window))
+        return out
+    raise SystemExit(f"unknown shape {shape!r}: contiguous, gzip or interleaved")
+
+
+def _in_turn(window: list[list[bytes]]) -> bytes:
+    """One line of each trace in turn, until all are taken."""
+    rounds = max((len(lines) for lines in window), default=0)
+    return b"".join(lines[i] for i in range(rounds) for lines in window if i < len(lines))
 
 
 _RUN = r"""
@@ -266,6 +316,11 @@ def main() -> None:
         default=None,
         help="with --loop: also run the loop under this interpreter (the 1.10 proxy's base)",
     )
+    parser.add_argument(
+        "--shapes",
+        default="contiguous",
+        help="contiguous, gzip, interleaved: the same traces as these files (comma-separated)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dir", default=None, help="where the datasets go (default: a temp dir)")
     args = parser.parse_args()
@@ -295,13 +350,17 @@ def main() -> None:
                 f"{r['traces'] / r['cpu']:,.0f} | {r['rss_mb']:.0f} | - |",
                 flush=True,
             )
-        for workers in (int(x) for x in args.workers.split(",")):
+        for shape, workers in (
+            (shape, int(w)) for shape in args.shapes.split(",") for w in args.workers.split(",")
+        ):
             engines = ["pool"] + (["dask"] if args.dask else [])
+            path = shaped(traces, shape)
             for engine in engines:
-                r = _run(_RUN, str(gold), str(traces), engine, str(workers))
-                results[f"{engine}{workers}"] = r
+                r = _run(_RUN, str(gold), str(path), engine, str(workers))
+                name = engine if shape == "contiguous" else f"{engine} ({shape})"
+                results[f"{name}{workers}"] = r
                 print(
-                    f"| {count:,} | {engine} | {workers} | {r['wall']:.2f} | "
+                    f"| {count:,} | {name} | {workers} | {r['wall']:.2f} | "
                     f"{r['traces'] / r['wall']:,.0f} | {mb / r['wall']:.1f} | "
                     f"{r['cpu']:.2f} | {r['traces'] / r['cpu']:,.0f} | "
                     f"{r['rss_mb']:.0f} | {r['child_rss_mb']:.0f} |",

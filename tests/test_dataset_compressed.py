@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from _cli import run_cli
-from _datasets import generate_dataset
+from _datasets import generate_dataset, shaped_dataset
 from toolscore.dataset import TraceRecord, evaluate_dataset
 
 COMPRESS = {".gz": gzip.compress, ".zst": zstandard.ZstdCompressor().compress}
@@ -138,3 +138,21 @@ def test_compressed_traces_in_object_storage(tmp_path: Path) -> None:
         assert "ends early" in (by_id["cut"].error or "")
     finally:
         fs.rm("/cz", recursive=True)
+
+
+def test_the_benchmark_shapes_hold_the_same_traces(generated: tuple[Path, Path]) -> None:
+    # the dataset benchmark times one dataset as a plain, a gzipped and an interleaved file
+    gold, traces = generated
+    where = {"line": None, "offset": None}  # (an interleaved trace starts elsewhere)
+    plain = evaluate_dataset(str(gold), str(traces), engine="inline")
+    want = sorted(json.dumps(r | where) for r in _rows(plain))
+    lines = sorted(traces.read_bytes().splitlines())
+    for shape in ("gzip", "interleaved"):
+        path = shaped_dataset(traces, shape)
+        data = gzip.decompress(path.read_bytes()) if shape == "gzip" else path.read_bytes()
+        assert sorted(data.splitlines()) == lines
+        got = evaluate_dataset(str(gold), str(path), engine="inline", part_bytes=10_000)
+        assert sorted(json.dumps(r | where) for r in _rows(got)) == want, shape
+    ids = [json.loads(line)["trace_id"] for line in path.read_bytes().splitlines()]
+    runs = [trace_id for i, trace_id in enumerate(ids) if i == 0 or ids[i - 1] != trace_id]
+    assert len(runs) > 2 * len(set(ids))  # the lines of traces do interleave
