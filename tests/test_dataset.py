@@ -402,6 +402,120 @@ def test_the_records_of_an_interleaved_file_reach_the_driver_a_batch_at_a_time(
     result.close()
 
 
+def _mixed_with_faults(traces: Path, seed: int) -> bytes:
+    """The lines of each 7 consecutive traces in turn, with blank lines, malformed lines
+    (which go with the trace of the line with an id before them) and lines without an id."""
+    import random
+
+    rng = random.Random(seed)
+    lines = traces.read_bytes().splitlines(keepends=True)
+    runs: list[list[bytes]] = []
+    for line in lines:
+        trace_id = json.loads(line)["trace_id"]
+        if not runs or json.loads(runs[-1][0])["trace_id"] != trace_id:
+            runs.append([])
+        runs[-1].append(line)
+    out: list[bytes] = [b'{"trace_id": "x", "tool": \n']  # malformed, before any id
+    for start in range(0, len(runs), 7):
+        window = runs[start : start + 7]
+        for i in range(max(map(len, window))):
+            for run in window:
+                if i < len(run):
+                    out.append(run[i])
+                    roll = rng.random()
+                    if roll < 0.03:
+                        out.append(b'{"trace_id": "y", "tool": broken\n')
+                    elif roll < 0.04:
+                        out.append(b"\n")
+                    elif roll < 0.05:
+                        out.append(b'{"tool": "no_id"}\n')
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_an_interleaved_file_is_grouped_on_all_cores(
+    tmp_path: Path, generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    # a large file whose lines interleave was grouped by one worker; its byte ranges now
+    # scatter its lines into partitions by trace id, which other parts group: the records
+    # are the one worker's (malformed lines at a range's start go with a trace from before)
+    from toolscore.dataset import inputs
+
+    gold, traces = generated
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(_mixed_with_faults(traces, seed))
+
+    def keyed(result: Any) -> dict[Any, dict[str, Any]]:
+        out = {}
+        for r in result:
+            row = _asdict(r) | {"order": None}
+            out[r.trace_id or (r.line, r.offset)] = row
+        return out
+
+    whole = keyed(evaluate_dataset(str(gold), str(path), engine="inline"))
+    errors = [k for k, r in whole.items() if r["status"] == "error"]
+    assert len(whole) > 125 and len(errors) > 10
+    monkeypatch.setattr(inputs, "GATHER_BYTES", len(path.read_bytes()) // 3)
+    plan = inputs.plan_parts(
+        inputs.list_inputs(str(path), {}),
+        key=None,
+        task_key=None,
+        force_interleaved=False,
+        part_bytes=3_001,
+        unpack_dir=str(tmp_path),
+    )
+    assert len(plan) > 100 and len({p.scatter for p in plan}) == 1 and plan[0].scatter > 2
+    for engine, workers, part_bytes in (("inline", None, 3_001), ("local", 2, 7_000)):
+        work = tmp_path / f"work-{engine}"
+        work.mkdir()
+        result = evaluate_dataset(
+            str(gold),
+            str(path),
+            engine=engine,
+            workers=workers,
+            part_bytes=part_bytes,
+            workdir=str(work),
+        )
+        assert keyed(result) == whole, (engine, part_bytes)
+        (run,) = work.iterdir()
+        assert not [p for p in run.iterdir() if p.name.startswith("scatter-")]
+        result.close()
+
+
+def test_a_lost_scatter_range_falls_back_to_grouping_the_file_whole(
+    tmp_path: Path, generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # without one range's lines the partitions would give traces short of lines: the file
+    # is grouped whole instead, its traces are all scored, and the loss is reported
+    from toolscore.dataset import inputs, worker
+
+    gold, traces = generated
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(_mixed_with_faults(traces, 3))
+    scored = {
+        r.trace_id: _asdict(r) | {"order": None}
+        for r in evaluate_dataset(str(gold), str(path), engine="inline")
+        if r.trace_id
+    }
+    monkeypatch.setattr(inputs, "GATHER_BYTES", len(path.read_bytes()) // 3)
+    write = worker.write_frame
+    calls = [0]
+
+    def failing(*args: Any) -> None:
+        calls[0] += 1
+        if calls[0] == 500:  # in one range, as it scatters its lines
+            raise OSError("disk full")
+        write(*args)
+
+    monkeypatch.setattr(worker, "write_frame", failing)
+    result = evaluate_dataset(str(gold), str(path), engine="inline", part_bytes=7_000)
+    records = list(result)
+    lost = [r for r in records if "not evaluated: OSError: disk full" in (r.error or "")]
+    assert len(lost) == 1
+    assert {r.trace_id: _asdict(r) | {"order": None} for r in records if r.trace_id} == scored
+    assert any("not evaluated" in p for p in result.problems)
+
+
 def test_records_spool_gives_them_back_in_order(tmp_path: Path) -> None:
     from toolscore.dataset.worker import SPOOL_RECORDS, PartResult, Records
 

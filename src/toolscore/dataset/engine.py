@@ -46,7 +46,8 @@ def run_parts(
     scheduler: str | None = None,
     on_retry: Callable[[Part, str], None] | None = None,
 ) -> Iterator[Outcome]:
-    """Each part's outcome, in part order."""
+    """Each part's outcome, in part order (``parts`` are numbered on from the first's
+    index)."""
     if client is not None or scheduler is not None or engine == "dask":
         yield from _dask(parts, cfg, client, scheduler, on_retry)
         return
@@ -88,7 +89,7 @@ def _pool(
     retry: list[Part] = []
     pool = ProcessPoolExecutor(max_workers=count, mp_context=ctx)
     by_index = {p.index: p for p in parts}
-    following = 0
+    following = parts[0].index if parts else 0  # (numbered on from there)
 
     def recover(reason: str) -> None:
         """The pool broke: a new one; each part that was in it runs once more (or is lost)."""
@@ -156,7 +157,7 @@ def _dask(
         limit = 2 * workers
         queue = list(reversed(parts))
         pending: dict[int, Any] = {}
-        following = 0
+        following = parts[0].index if parts else 0  # (numbered on from there)
         while queue or pending:
             while queue and len(pending) < limit:
                 part = queue.pop()

@@ -46,16 +46,24 @@ __all__ = [
     "Input",
     "Part",
     "Trace",
+    "add_frames",
+    "gather_parts",
+    "id_before",
     "is_url",
     "list_inputs",
+    "next_line",
     "open_fs",
     "open_input",
     "open_lines",
+    "partition",
     "plan_parts",
     "trace_name",
     "unpack",
+    "write_frame",
 ]
 
+GATHER_BYTES = 32 * 1024 * 1024
+"""About the lines of a file whose lines interleave that one gather part groups in memory."""
 PART_BYTES = 4 * 1024 * 1024
 """Target size of a byte-range part of a multi-trace file (from 8 MiB on, a file is cut).
 Fixed, not a share of the dataset: a part's records are what the driver holds per part in
@@ -286,9 +294,17 @@ class Part:
     """With ``end``: a byte range of the one input, at trace boundaries (see :func:`plan_parts`)."""
     key: str | None = None
     """The trace key, for a byte range."""
+    scatter: int = 0
+    """For a byte range of a file whose lines interleave: write its lines, by trace id, into
+    this many partitions (:func:`~.worker.run_part`), for the gather parts to group."""
+    gather: tuple[tuple[str, int, int, int], ...] = ()
+    """A partition of such a file, to group and evaluate: ``(spool file, start, end, lines
+    before the range)`` for each range, in file order."""
 
     @property
     def size(self) -> int:
+        if self.gather:
+            return 0  # (its bytes were counted by the ranges)
         if self.end is not None:
             return self.end - self.start
         return sum(item.size for item in self.inputs)
@@ -434,29 +450,39 @@ def id_chunks(
         yield pos, rest + b"\n", [rest], [ids.read(rest) if rest.strip() else BLANK]
 
 
+def gather_parts(scattered: list[tuple[Part, str, list[int], int]], first: int) -> list[Part]:
+    """The parts that group a file's scattered lines, numbered from ``first``: one for each
+    partition, given every range's ``(part, spool file, section offsets, lines before it)``
+    in file order."""
+    ranges = sorted(scattered, key=lambda s: s[0].index)
+    item = ranges[0][0].inputs[0]
+    count = len(ranges[0][2]) - 1
+    return [
+        Part(
+            first + p,
+            (item,),
+            key=ranges[0][0].key,
+            gather=tuple((path, cuts[p], cuts[p + 1], base) for _, path, cuts, base in ranges),
+        )
+        for p in range(count)
+    ]
+
+
 def unpack(
     item: Input,
     directory: str,
     number: int,
     key: str | None,
-    task_key: str | None,
-    force_interleaved: bool,
     storage_options: dict[str, Any] | None = None,
 ) -> Input:
     """``item`` (a compressed file) with a decompressed copy in ``directory`` when its head
-    shows a multi-trace file whose traces are contiguous; else ``item`` as it is (one trace,
-    or interleaved lines: read whole, decompressed as they are read). A stream that breaks
-    off gives the copy of what came out, and :attr:`Input.broken`."""
+    shows a multi-trace file; else ``item`` as it is (one trace: read decompressed as it is
+    read). A stream that breaks off gives the copy of what came out, and
+    :attr:`Input.broken`."""
     try:
         with Decompressed(item.url, storage_options) as f:
             head = f.read(SNIFF_BYTES)
-            found = detect_key(head, key)
-            if (
-                found is None
-                or force_interleaved
-                or interleaved(head, IdReader(found, task_key))
-                or f.error is not None
-            ):
+            if detect_key(head, key) is None or f.error is not None:
                 return item
             path = os.path.join(directory, f"unpacked-{number}.jsonl")
             with open(path, "wb") as out:
@@ -505,7 +531,10 @@ def plan_parts(
     multi-trace file of ``part_bytes`` or more, whose traces are contiguous, is first
     decompressed there (:func:`unpack`) and its copy cut the same way: read on every worker,
     its records come back a range at a time (memory stays flat). Otherwise a compressed
-    file is read whole, by one worker.
+    file is read whole, by one worker. With it too, a large file whose lines interleave is
+    cut into ranges that scatter its lines into partitions by trace id (:attr:`Part.scatter`,
+    :data:`GATHER_BYTES` of lines each); the driver then plans the parts that group them
+    (:func:`gather_parts`). Otherwise such a file is grouped whole, by one worker.
     """
     parts: list[Part] = []
     batch: list[Input] = []
@@ -520,24 +549,22 @@ def plan_parts(
     for item in inputs:
         compressed = is_compressed(item.url)
         if unpack_dir is not None and compressed and item.size >= part_bytes:
-            item = unpack(
-                item, unpack_dir, len(parts), key, task_key, force_interleaved, storage_options
-            )
+            item = unpack(item, unpack_dir, len(parts), key, storage_options)
             compressed = item.local is None
         if item.size >= 2 * part_bytes and not compressed:
             with open_input(item.path, storage_options) as f:
                 head = sniff(f)
             found = detect_key(head, key)
-            if (
-                found is not None
-                and not force_interleaved
-                and not interleaved(head, IdReader(found, task_key))
-            ):
+            mixed = found is not None and (
+                force_interleaved or interleaved(head, IdReader(found, task_key))
+            )
+            if found is not None and (not mixed or unpack_dir is not None):
                 flush()
+                scatter = -(-item.size // GATHER_BYTES) + 1 if mixed else 0
                 cuts = list(range(0, item.size, part_bytes))
                 for i, start in enumerate(cuts):
                     end = cuts[i + 1] if i + 1 < len(cuts) else item.size
-                    parts.append(Part(len(parts), (item,), start, end, found))
+                    parts.append(Part(len(parts), (item,), start, end, found, scatter))
                 continue
         if batch and (len(batch) >= FILES_PER_PART or batch_bytes + item.size > part_bytes):
             flush()
@@ -588,19 +615,20 @@ def _previous_id(f: IO[bytes], start: int, ids: IdReader) -> tuple[str | None, i
     that line is blank or malformed, of the nearest line before it with an id (blank and
     malformed lines go with the trace before them); ``None`` when a line without an id comes
     first, or none has one."""
-    begin = _next_line(f, start)
-    return _id_before(f, begin, ids), begin
+    begin = next_line(f, start)
+    return id_before(f, begin, ids), begin
 
 
 BACK_BYTES = 1 << 16
-"""The first block :func:`_id_before` reads; each next one is twice as large, up to
+"""The first block :func:`id_before` reads; each next one is twice as large, up to
 :data:`READ_BYTES` (a long run of lines without an id is read in blocks, not line by line)."""
 
 
-def _id_before(f: IO[bytes], pos: int, ids: IdReader) -> str | None:
+def id_before(f: IO[bytes], pos: int, ids: IdReader, named: bool = False) -> str | None:
     """What :meth:`IdReader.read` gives as the id of the nearest line before offset ``pos`` (a
-    line start) that is a JSON object; ``None`` when none is. Blank and malformed lines are
-    passed over; only a line ending with ``}`` can be an object, so only those are decoded."""
+    line start) that is a JSON object (with ``named``, one that has an id); ``None`` when
+    none is. Blank and malformed lines are passed over; only a line ending with ``}`` can be
+    an object, so only those are decoded."""
     size = BACK_BYTES
     hi = pos
     tail = b""  # the start of the line the previous block began inside
@@ -612,14 +640,14 @@ def _id_before(f: IO[bytes], pos: int, ids: IdReader) -> str | None:
         for line in reversed(lines if lo == 0 else lines[1:]):
             if line.rstrip().endswith(b"}"):
                 got = ids.read(line)
-                if got is not None:
+                if got is not None and (got[0] is not None or not named):
                     return got[0]
         hi = lo
         size = min(size * 2, READ_BYTES)
     return None
 
 
-def _next_line(f: IO[bytes], pos: int) -> int:
+def next_line(f: IO[bytes], pos: int) -> int:
     """The offset of the first line that starts at or after ``pos`` (the end of the file when
     none does)."""
     if pos == 0:
@@ -756,6 +784,39 @@ def _runs(
 _FRAME = struct.Struct("<IIQQ")
 
 
+def partition(trace_id: str, count: int) -> int:
+    """Which of ``count`` partitions the lines of ``trace_id`` go to."""
+    return zlib.crc32(trace_id.encode("utf-8", "surrogatepass")) % count
+
+
+def write_frame(
+    out: IO[bytes], trace_id: str, task: str | None, line: bytes, lineno: int, offset: int
+) -> None:
+    """One line of a trace, framed for :func:`add_frames`."""
+    head = orjson.dumps([trace_id, task])
+    out.write(_FRAME.pack(len(head), len(line), lineno, offset))
+    out.write(head)
+    out.write(line)
+
+
+def add_frames(groups: dict[str, Trace], data: bytes, base: int) -> None:
+    """Add the lines framed in ``data`` to their traces in ``groups`` (a trace new to it
+    starts at its first line's offset; ``base`` is added to the line numbers)."""
+    at = 0
+    size = _FRAME.size
+    while at < len(data):
+        head_len, line_len, lineno, offset = _FRAME.unpack_from(data, at)
+        at += size
+        trace_id, task = orjson.loads(data[at : at + head_len])
+        at += head_len
+        group = groups.get(trace_id)
+        if group is None:
+            group = groups[trace_id] = Trace(trace_id, task, [], [], offset)
+        group.lines.append(data[at : at + line_len])
+        group.linenos.append(base + lineno)
+        at += line_len
+
+
 class Grouper:
     """Groups ``(id, task, line, lineno, offset)`` items by id in bounded memory."""
 
@@ -797,11 +858,9 @@ class Grouper:
         self, trace_id: str, task: str | None, line: bytes, lineno: int, offset: int
     ) -> None:
         assert self._spill is not None
-        head = orjson.dumps([trace_id, task])
-        f = self._spill[zlib.crc32(trace_id.encode("utf-8", "surrogatepass")) % self.PARTS]
-        f.write(_FRAME.pack(len(head), len(line), lineno, offset))
-        f.write(head)
-        f.write(line)
+        write_frame(
+            self._spill[partition(trace_id, self.PARTS)], trace_id, task, line, lineno, offset
+        )
 
     def traces(self) -> Iterator[Trace]:
         """The groups, in order of first appearance (per partition once spilled)."""
@@ -813,18 +872,7 @@ class Grouper:
             for f in self._spill:
                 f.seek(0)
                 groups: dict[str, Trace] = {}
-                while True:
-                    frame = f.read(_FRAME.size)
-                    if not frame:
-                        break
-                    head_len, line_len, lineno, offset = _FRAME.unpack(frame)
-                    trace_id, task = orjson.loads(f.read(head_len))
-                    line = f.read(line_len)
-                    group = groups.get(trace_id)
-                    if group is None:
-                        group = groups[trace_id] = Trace(trace_id, task, [], [], offset)
-                    group.lines.append(line)
-                    group.linenos.append(lineno)
+                add_frames(groups, f.read(), 0)
                 yield from sorted(groups.values(), key=lambda t: t.offset)
                 f.close()
         finally:

@@ -16,6 +16,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -23,7 +24,7 @@ import msgspec
 from .aggregate import Aggregate, ScoreSpill, TaskOutcome, TaskSpill, overall_pass
 from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids
-from .inputs import Part, list_inputs, plan_parts
+from .inputs import Part, gather_parts, list_inputs, plan_parts
 from .records import PassCriterion, TraceRecord, record_line
 from .regroup import Regroup
 from .worker import Config, PartResult, fewer_collections
@@ -631,44 +632,75 @@ def _drive(
 
     effective = "dask" if (client is not None or scheduler is not None) else engine
     count = workers or os.cpu_count() or 1
+    scattered: dict[str, list[tuple[Part, str, list[int], int]]] = {}
+    """Per file whose lines interleave: its scatter ranges' files (``Part.scatter``)."""
+    lost_ranges: set[str] = set()
+
+    def handle(outcome: PartResult | PartLost) -> None:
+        nonlocal done_bytes
+        if isinstance(outcome, PartLost):
+            part = outcome.part
+            problem(f"{part.describe()}: not evaluated: {outcome.reason}")
+            lost = TraceRecord(
+                trace_id="",
+                task="",
+                status="error",
+                source=part.inputs[0].url,
+                offset=part.start,
+                error=f"{part.describe()}: not evaluated: {outcome.reason}",
+                order=(part.index, 0),
+            )
+            if part.scatter:
+                lost_ranges.add(part.inputs[0].url)
+            for batch in regroup.feed(part, [lost]):
+                take(batch)
+            done_bytes += part.size
+            return
+        part = parts[outcome.index]
+        if outcome.scattered is not None:
+            url = part.inputs[0].url
+            scattered.setdefault(url, []).append((part, *outcome.scattered, base.get(url, 0)))
+        _shift(outcome, base, part)
+        for item, lines in zip(part.inputs, outcome.lines, strict=True):
+            base[item.url] = base.get(item.url, 0) + lines
+        for records in outcome.batches():
+            for batch in regroup.feed(part, records):
+                mark_duplicates(batch)
+                take(batch)
+        done_bytes += outcome.bytes_read
+        if on_progress is not None:
+            held = done_records + regroup.held
+            on_progress(held, spec.count or None, done_bytes, total_bytes)
+
+    effective = "dask" if (client is not None or scheduler is not None) else engine
+    count = workers or os.cpu_count() or 1
+    run = partial(
+        run_parts,
+        cfg=cfg,
+        engine=effective,
+        workers=workers,
+        client=client,
+        scheduler=scheduler,
+        on_retry=retried,
+    )
     try:
-        for outcome in run_parts(
-            parts,
-            cfg,
-            engine=effective,
-            workers=workers,
-            client=client,
-            scheduler=scheduler,
-            on_retry=retried,
-        ):
-            if isinstance(outcome, PartLost):
-                part = outcome.part
-                problem(f"{part.describe()}: not evaluated: {outcome.reason}")
-                lost = TraceRecord(
-                    trace_id="",
-                    task="",
-                    status="error",
-                    source=part.inputs[0].url,
-                    offset=part.start,
-                    error=f"{part.describe()}: not evaluated: {outcome.reason}",
-                    order=(part.index, 0),
-                )
-                for batch in regroup.feed(part, [lost]):
-                    take(batch)
-                done_bytes += part.size
-                continue
-            part = parts[outcome.index]
-            _shift(outcome, base, part)
-            for item, lines in zip(part.inputs, outcome.lines, strict=True):
-                base[item.url] = base.get(item.url, 0) + lines
-            for records in outcome.batches():
-                for batch in regroup.feed(part, records):
-                    mark_duplicates(batch)
-                    take(batch)
-            done_bytes += outcome.bytes_read
-            if on_progress is not None:
-                held = done_records + regroup.held
-                on_progress(held, spec.count or None, done_bytes, total_bytes)
+        for outcome in run(list(parts)):
+            handle(outcome)
+        # then the parts that group the scattered lines of each file whose lines interleave
+        # (a file whose scatter range was lost is grouped whole, by one worker, instead)
+        grouping: list[Part] = []
+        for url, ranges in scattered.items():
+            first = len(parts) + len(grouping)
+            if url in lost_ranges:
+                grouping.append(Part(first, (ranges[0][0].inputs[0],)))
+            else:
+                grouping += gather_parts(ranges, first)
+        parts.extend(grouping)
+        for outcome in run(grouping) if grouping else ():
+            handle(outcome)
+        for ranges in scattered.values():
+            for _, path, _, _ in ranges:
+                os.unlink(path)
         for batch in regroup.close():
             mark_duplicates(batch)
             take(batch)

@@ -30,6 +30,7 @@ from ..sources._drive import decompressing, is_compressed, read_error
 from ..verdict import letter_grade
 from .gold import GoldSpec, gold_lookup
 from .inputs import (
+    BLANK,
     SNIFF_BYTES,
     Decompressed,
     Grouper,
@@ -37,14 +38,21 @@ from .inputs import (
     Input,
     Part,
     Trace,
+    add_frames,
     contiguous_traces,
     detect_key,
+    id_before,
+    id_chunks,
     interleaved,
     is_otlp,
+    line_ids,
+    next_line,
     open_input,
     open_lines,
     otlp_items,
     otlp_traces,
+    partition,
+    write_frame,
 )
 from .records import PassCriterion, TraceRecord
 
@@ -94,6 +102,9 @@ class PartResult:
     bytes_read: int = 0
     spool: str | None = None
     """A file of the part's first records (:class:`Records`), before :attr:`records`."""
+    scattered: tuple[str, list[int]] | None = None
+    """A scatter range's file of framed lines, and where each partition's starts (and the
+    last ends) in it (:attr:`~.inputs.Part.scatter`)."""
 
     def batches(self) -> Iterator[list[TraceRecord]]:
         """The part's records in order, a batch at a time: the spool's (the file is then
@@ -550,9 +561,16 @@ def run_part(part: Part, cfg: Config) -> PartResult:
 
 
 def _run_part(part: Part, cfg: Config) -> PartResult:
+    records = Records(cfg.records_dir)
+    if part.scatter:
+        read, scattered = _run_scatter(part, cfg, records)
+        return PartResult(part.index, records.held, [read], part.size, None, scattered)
     gold = gold_lookup(cfg.gold)
     tasks = _Tasks(cfg)
-    records = Records(cfg.records_dir)
+    if part.gather:
+        _run_gather(part, cfg, gold, tasks, records)
+        records.close()
+        return PartResult(part.index, records.held, [0], 0, records.path)
     lines: list[int] = []
     try:
         for item in part.inputs:
@@ -865,6 +883,79 @@ def _run_grouped(
     for trace in grouper.traces():
         _evaluate_trace(trace, item, cfg, gold, tasks, records, part, fmt)
     return lineno
+
+
+def _run_scatter(part: Part, cfg: Config, records: Records) -> tuple[int, tuple[str, list[int]]]:
+    """A byte range of a file whose lines interleave: each line that starts in it is written
+    to its trace's partition (:func:`~.inputs.partition`), framed with its line number in the
+    range and its offset; a malformed line goes with the trace of the line with an id before
+    it (in an earlier range, maybe), as :func:`_run_grouped` has it. Lines without an id are
+    error records here. Returns the lines read and ``(file, partition offsets)``."""
+    assert part.end is not None and part.key is not None and cfg.records_dir is not None
+    item = part.inputs[0]
+    source = item.url
+    ids = IdReader(part.key, cfg.task_key)
+    buckets = [io.BytesIO() for _ in range(part.scatter)]
+    lineno = 0
+    with open_lines(item.path, cfg.storage_options) as f:
+        begin = next_line(f, part.start) if part.start else 0
+        last = id_before(f, begin, ids, named=True) if begin else None
+        f.seek(begin)
+        for pos, _, lines, got in id_chunks(f, ids, begin):
+            for line, one in zip(lines, line_ids(got), strict=True):
+                offset = pos
+                pos += len(line) + 1
+                if offset >= part.end:
+                    break
+                lineno += 1
+                if one is BLANK:
+                    continue
+                if one is None or one[0] is None:
+                    if one is None and last is not None:
+                        bucket = buckets[partition(last, part.scatter)]
+                        write_frame(bucket, last, None, line + b"\n", lineno, offset)
+                        continue
+                    problem = (
+                        "malformed JSON line (not a JSON object)"
+                        if one is None
+                        else f"the line has no {ids.key!r}"
+                    )
+                    records.append(
+                        _line_error(source, lineno, offset, problem, (part.index, len(records)))
+                    )
+                    continue
+                last = one[0]
+                bucket = buckets[partition(last, part.scatter)]
+                write_frame(bucket, last, one[1], line + b"\n", lineno, offset)
+            else:
+                continue
+            break
+    if item.broken is not None and part.end >= item.size:
+        records.append(
+            _ended_early(source, item.broken, item.size, last, (part.index, len(records)))
+        )
+    fd, path = tempfile.mkstemp(prefix=f"scatter-{part.index}-", dir=cfg.records_dir)
+    cuts = [0]
+    with os.fdopen(fd, "wb") as out:
+        for bucket in buckets:
+            out.write(bucket.getbuffer())
+            cuts.append(cuts[-1] + bucket.tell())
+    return lineno, (path, cuts)
+
+
+def _run_gather(part: Part, cfg: Config, gold: Any, tasks: _Tasks, records: Records) -> None:
+    """One partition of a file whose lines interleave: its lines from every range, grouped
+    by trace id and evaluated, a trace at a time in order of its first line."""
+    item = part.inputs[0]
+    groups: dict[str, Trace] = {}
+    for path, start, end, base in part.gather:
+        with open(path, "rb") as f:
+            f.seek(start)
+            add_frames(groups, f.read(end - start), base)
+    records.spill()  # (its traces are whole: the driver joins none)
+    fmt = FileFormat(cfg, item.url)
+    for trace in sorted(groups.values(), key=lambda t: t.offset):
+        _evaluate_trace(trace, item, cfg, gold, tasks, records, part, fmt)
 
 
 def _run_otlp(
