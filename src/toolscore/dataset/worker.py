@@ -568,8 +568,10 @@ def _run_part(part: Part, cfg: Config) -> PartResult:
     gold = gold_lookup(cfg.gold)
     tasks = _Tasks(cfg)
     if part.gather:
-        _run_gather(part, cfg, gold, tasks, records)
-        records.close()
+        try:
+            _run_gather(part, cfg, gold, tasks, records)
+        finally:
+            records.close()
         return PartResult(part.index, records.held, [0], 0, records.path)
     lines: list[int] = []
     try:
@@ -863,26 +865,33 @@ def _run_grouped(
         lineno += 1
         if not line.strip():
             continue
-        got = ids.read(line)
-        if got is None and last is not None:
-            grouper.add(last, None, line, lineno, offset)
-            continue
-        if got is None or got[0] is None:
-            problem = (
-                "malformed JSON line (not a JSON object)"
-                if got is None
-                else (f"the line has no {ids.key!r}")
-            )
+        placed = _place(ids.read(line), last, ids)
+        if isinstance(placed, str):
             records.append(
-                _line_error(item.url, lineno, offset, problem, (part.index, len(records)))
+                _line_error(item.url, lineno, offset, placed, (part.index, len(records)))
             )
             continue
-        last = got[0]
-        grouper.add(got[0], got[1], line, lineno, offset)
+        last = placed[0]
+        grouper.add(last, placed[1], line, lineno, offset)
     fmt = FileFormat(cfg, item.url)
     for trace in grouper.traces():
         _evaluate_trace(trace, item, cfg, gold, tasks, records, part, fmt)
     return lineno
+
+
+def _place(
+    got: tuple[str | None, str | None] | None, last: str | None, ids: IdReader
+) -> tuple[str, str | None] | str:
+    """Where a line of a file whose lines interleave goes, given what :meth:`IdReader.read`
+    gave for it (``got``) and the id of the last line before it that has one: its trace's
+    ``(id, task)`` (a malformed line goes with that last trace), or the problem that makes
+    it an error record."""
+    if got is None:
+        return (last, None) if last is not None else "malformed JSON line (not a JSON object)"
+    trace_id, task = got
+    if trace_id is None:
+        return f"the line has no {ids.key!r}"
+    return trace_id, task
 
 
 def _run_scatter(part: Part, cfg: Config, records: Records) -> tuple[int, tuple[str, list[int]]]:
@@ -910,23 +919,15 @@ def _run_scatter(part: Part, cfg: Config, records: Records) -> tuple[int, tuple[
                 lineno += 1
                 if one is BLANK:
                     continue
-                if one is None or one[0] is None:
-                    if one is None and last is not None:
-                        bucket = buckets[partition(last, part.scatter)]
-                        write_frame(bucket, last, None, line + b"\n", lineno, offset)
-                        continue
-                    problem = (
-                        "malformed JSON line (not a JSON object)"
-                        if one is None
-                        else f"the line has no {ids.key!r}"
-                    )
+                placed = _place(one, last, ids)
+                if isinstance(placed, str):
                     records.append(
-                        _line_error(source, lineno, offset, problem, (part.index, len(records)))
+                        _line_error(source, lineno, offset, placed, (part.index, len(records)))
                     )
                     continue
-                last = one[0]
+                last = placed[0]
                 bucket = buckets[partition(last, part.scatter)]
-                write_frame(bucket, last, one[1], line + b"\n", lineno, offset)
+                write_frame(bucket, last, placed[1], line + b"\n", lineno, offset)
             else:
                 continue
             break
