@@ -114,6 +114,32 @@ def test_dask_cluster_equals_the_pool(dataset: tuple[Path, Path], client: Any) -
     assert on_dask.aggregate.score_sum.partials == pool.aggregate.score_sum.partials
 
 
+def test_a_local_cluster_unpacks_and_scatters_as_the_pool_does(
+    tmp_path: Path, dataset: tuple[Path, Path], client: Any
+) -> None:
+    # the cluster's workers are on this machine (loopback addresses): they share the run's
+    # work directory, so a large compressed file is unpacked and cut, and an interleaved one
+    # grouped on all workers, as on the pool, with the same records in the same order
+    import gzip
+
+    from _datasets import shaped_dataset
+    from toolscore.dataset.run import on_this_machine
+
+    gold, traces = dataset
+    assert on_this_machine(client)
+    mixed = shaped_dataset(traces, "interleaved")
+    packed = tmp_path / "mixed.jsonl.gz"
+    packed.write_bytes(gzip.compress(mixed.read_bytes()))
+    for path in (mixed, packed):
+        opts: dict[str, Any] = {"part_bytes": 20_000}
+        pool = evaluate_dataset(str(gold), str(path), engine="local", workers=2, **opts)
+        on_dask = evaluate_dataset(str(gold), str(path), client=client, **opts)
+        assert on_dask.engine == "dask"
+        reference = _plain(pool)
+        assert reference[1]["traces"] == 160
+        assert _plain(on_dask) == reference, path.name
+
+
 def test_s3_bucket_on_both_engines(
     dataset: tuple[Path, Path], s3: dict[str, Any], client: Any
 ) -> None:

@@ -276,6 +276,7 @@ def evaluate_dataset(
     options = dict(storage_options or {})
     started = time.perf_counter()
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
+    own_client: Any = None
     try:
         spec = build_gold(
             gold,
@@ -286,8 +287,10 @@ def evaluate_dataset(
             by_base_name=gold_by_base_name,
         )
         inputs = list_inputs(traces, options)
-        # a Dask cluster's workers may not see this machine's disk
-        local_disk = None if engine == "dask" or client is not None or scheduler else work
+        if client is None and (scheduler is not None or engine == "dask"):
+            client = own_client = _connect(scheduler)
+        # the work directory, when every worker sees it (a Dask cluster's may not)
+        local_disk = work if client is None or on_this_machine(client) else None
         key = trace_key if trace_key not in (None, "auto") else None
         parts = plan_parts(
             inputs,
@@ -339,6 +342,40 @@ def evaluate_dataset(
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+    finally:
+        if own_client is not None:
+            own_client.close()
+
+
+def _connect(scheduler: str | None) -> Any:
+    """A client of the Dask scheduler at ``scheduler``, or of a new local cluster."""
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - depends on the extras installed
+        from ..errors import UsageError
+
+        raise UsageError("--engine dask needs dask: pip install 'toolscore[dask]'") from None
+    if scheduler:
+        return Client(scheduler)  # type: ignore[no-untyped-call]
+    return Client(processes=True)  # type: ignore[no-untyped-call]
+
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def on_this_machine(client: Any) -> bool:
+    """Whether every worker of ``client``'s cluster runs on this machine (its address is a
+    loopback one, as a ``LocalCluster``'s): they read and write the run's work directory."""
+    from urllib.parse import urlsplit
+
+    try:
+        workers = client.scheduler_info().get("workers", {})
+    except Exception:  # an unreachable scheduler: the run reports it
+        return False
+    return bool(workers) and all(
+        address.startswith("inproc://") or urlsplit(address).hostname in LOOPBACK
+        for address in workers
+    )
 
 
 async def aevaluate_dataset(
@@ -630,8 +667,6 @@ def _drive(
             r.grade = None
             r.ci = None
 
-    effective = "dask" if (client is not None or scheduler is not None) else engine
-    count = workers or os.cpu_count() or 1
     scattered: dict[str, list[tuple[Part, str, list[int], int]]] = {}
     """Per file whose lines interleave: its scatter ranges' files (``Part.scatter``)."""
     lost_ranges: set[str] = set()

@@ -81,8 +81,9 @@ class Config:
     storage_options: dict[str, Any] = field(default_factory=dict)
     spill_dir: str | None = None
     records_dir: str | None = None
-    """Where a part's records may be spooled for the driver (:class:`Records`): a local
-    engine's work directory; None on a Dask cluster, whose workers may not share it."""
+    """Where a part's records may be spooled for the driver (:class:`Records`), and a file's
+    lines scattered (:attr:`~.inputs.Part.scatter`): the run's work directory, when every
+    worker sees it (the pool; a Dask cluster on this machine), else None."""
     pii: frozenset[str] = frozenset()
     """The opt-in personal-data kinds looked for and redacted (``--pii``)."""
     max_value_bytes: int | None = None
