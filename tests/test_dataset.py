@@ -468,6 +468,11 @@ def test_an_interleaved_file_is_grouped_on_all_cores(
     for engine, workers, part_bytes in (("inline", None, 3_001), ("local", 2, 7_000)):
         work = tmp_path / f"work-{engine}"
         work.mkdir()
+        progress: list[tuple[int, int]] = []
+
+        def seen(_: int, __: int | None, done: int, total: int, into: Any = progress) -> None:
+            into.append((done, total))
+
         result = evaluate_dataset(
             str(gold),
             str(path),
@@ -475,8 +480,14 @@ def test_an_interleaved_file_is_grouped_on_all_cores(
             workers=workers,
             part_bytes=part_bytes,
             workdir=str(work),
+            on_progress=seen,
         )
         assert keyed(result) == whole, (engine, part_bytes)
+        # the scatter ranges count half of the file's bytes, the gather parts the other half
+        done = [d for d, _ in progress]
+        total = progress[-1][1]
+        assert done == sorted(done) and total - len(progress) <= done[-1] <= total
+        assert any(abs(d - total // 2) <= len(progress) for d in done)
         (run,) = work.iterdir()
         assert not [p for p in run.iterdir() if p.name.startswith("scatter-")]
         result.close()

@@ -670,6 +670,8 @@ def _drive(
     scattered: dict[str, list[tuple[Part, str, list[int], int]]] = {}
     """Per file whose lines interleave: its scatter ranges' files (``Part.scatter``)."""
     lost_ranges: set[str] = set()
+    share: dict[int, int] = {}
+    """The progress's bytes of each gather part."""
 
     def handle(outcome: PartResult | PartLost) -> None:
         nonlocal done_bytes
@@ -702,7 +704,7 @@ def _drive(
             for batch in regroup.feed(part, records):
                 mark_duplicates(batch)
                 take(batch)
-        done_bytes += outcome.bytes_read
+        done_bytes += outcome.bytes_read + share.pop(part.index, 0)
         if on_progress is not None:
             held = done_records + regroup.held
             on_progress(held, spec.count or None, done_bytes, total_bytes)
@@ -729,7 +731,14 @@ def _drive(
             if url in lost_ranges:
                 grouping.append(Part(first, (ranges[0][0].inputs[0],)))
             else:
-                grouping += gather_parts(ranges, first)
+                gathering = gather_parts(ranges, first)
+                # each gather part counts its share of the file's other half in the progress
+                size = sum(r[0].size - r[0].size // 2 for r in ranges)
+                framed = sum(r[2][-1] for r in ranges) or 1
+                for g in gathering:
+                    mine = sum(end - start for _, start, end, _ in g.gather)
+                    share[g.index] = size * mine // framed
+                grouping += gathering
         parts.extend(grouping)
         for outcome in run(grouping) if grouping else ():
             handle(outcome)

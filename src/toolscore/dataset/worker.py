@@ -565,7 +565,8 @@ def _run_part(part: Part, cfg: Config) -> PartResult:
     records = Records(cfg.records_dir)
     if part.scatter:
         read, scattered = _run_scatter(part, cfg, records)
-        return PartResult(part.index, records.held, [read], part.size, None, scattered)
+        # (the progress: half its bytes; the gather parts count the other half)
+        return PartResult(part.index, records.held, [read], part.size // 2, None, scattered)
     gold = gold_lookup(cfg.gold)
     tasks = _Tasks(cfg)
     if part.gather:
