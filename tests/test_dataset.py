@@ -292,6 +292,26 @@ def test_a_broken_first_line_is_one_error_record_and_the_rest_is_evaluated(
         assert rest == reference, opts
 
 
+def test_a_line_nested_too_deep_is_one_error_record(
+    tmp_path: Path, generated: tuple[Path, Path]
+) -> None:
+    # the id reader raised RecursionError on it, and the whole part was "not evaluated"
+    gold, traces = generated
+    lines = traces.read_bytes().splitlines(keepends=True)
+    victim = json.loads(lines[40])["trace_id"]
+    deep = b'{"trace_id": "%s", "tool": "x", "args": ' % victim.encode()
+    lines.insert(41, deep + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b"".join(lines))
+    for opts in ({}, {"part_bytes": 7_000}, {"interleaved": True}):
+        result = evaluate_dataset(str(gold), str(path), engine="inline", **opts)  # type: ignore[arg-type]
+        records = list(result)
+        errors = [r for r in records if r.status == "error"]
+        assert [r.trace_id for r in errors] == [victim], opts
+        assert "nested deeper than" in (errors[0].error or ""), opts
+        assert sum(r.status == "ok" for r in records) == 119, opts
+
+
 @pytest.mark.parametrize(
     ("text", "key"),
     [
