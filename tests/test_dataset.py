@@ -638,7 +638,24 @@ def test_keyed_gold_with_calls_and_session_ids(tmp_path: Path) -> None:
     assert scores["s2"] == evaluate([{"tool": "b"}], [{"tool": "a"}]).score
 
 
-def test_otlp_export_one_trace_per_trace_id(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spool", [None, 2])
+def test_otlp_export_one_trace_per_trace_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spool: int | None
+) -> None:
+    # (with spool: the export's records go to the driver two at a time, through the spool)
+    from toolscore.dataset import worker
+
+    writes: list[int] = []
+    if spool is not None:
+        write = worker.Records.spill
+
+        def spill(self: Any) -> None:
+            writes.append(1)
+            write(self)
+
+        monkeypatch.setattr(worker, "SPOOL_RECORDS", spool)
+        monkeypatch.setattr(worker.Records, "spill", spill)
+
     def span(trace: str, name: str, i: int) -> dict[str, Any]:
         return {
             "traceId": trace,
@@ -653,6 +670,7 @@ def test_otlp_export_one_trace_per_trace_id(tmp_path: Path) -> None:
         }
 
     spans = [span("aa" * 16, "search", 1), span("bb" * 16, "book", 2), span("aa" * 16, "book", 3)]
+    spans += [span(f"{i:032x}", "pay", 10 + i) for i in range(5)]
     export = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": spans}]}]}
     path = tmp_path / "export.json"
     path.write_text(json.dumps(export, indent=1))
@@ -660,8 +678,9 @@ def test_otlp_export_one_trace_per_trace_id(tmp_path: Path) -> None:
     gold.write_text(json.dumps([{"tool": "search"}, {"tool": "book"}]))
     result = evaluate_dataset(str(gold), str(path), engine="inline")
     records = {r.trace_id: r for r in result}
-    assert set(records) == {"aa" * 16, "bb" * 16}
+    assert set(records) == {"aa" * 16, "bb" * 16, *(f"{i:032x}" for i in range(5))}
     assert records["aa" * 16].calls == 2 and records["bb" * 16].calls == 1
+    assert writes == ([] if spool is None else [1])
     assert records["aa" * 16].score == pytest.approx(
         evaluate(
             [{"tool": "search"}, {"tool": "book"}], [{"tool": "search"}, {"tool": "book"}]

@@ -971,6 +971,8 @@ def _run_otlp(
     records: Records,
     part: Part,
 ) -> int:
+    if len(part.inputs) == 1:
+        records.spill()  # (its traces are grouped whole: the driver joins none)
     grouper = Grouper(directory=cfg.spill_dir)
     lines = 0
     for lineno, offset, rs in otlp_items(f, head):
