@@ -523,28 +523,81 @@ def test_a_lost_scatter_range_falls_back_to_grouping_the_file_whole(
     gold, traces = generated
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(_mixed_with_faults(traces, 3))
-    scored = {
-        r.trace_id: _asdict(r) | {"order": None}
-        for r in evaluate_dataset(str(gold), str(path), engine="inline")
-        if r.trace_id
-    }
+    whole = [_asdict(r) | {"order": None} for r in evaluate_dataset(str(gold), str(path))]
+    scored = {r["trace_id"]: r for r in whole if r["trace_id"]}
+    unplaced = sorted((r["line"], r["error"]) for r in whole if not r["trace_id"])
+    assert len(unplaced) > 5  # lines without an id, and a malformed one before any
     monkeypatch.setattr(inputs, "GATHER_BYTES", len(path.read_bytes()) // 3)
     write = worker.write_frame
-    calls = [0]
+    for fail_at in (500, 1):  # one range lost; every range lost
+        calls = [0]
 
-    def failing(*args: Any) -> None:
-        calls[0] += 1
-        if calls[0] == 500:  # in one range, as it scatters its lines
+        def failing(*args: Any, calls: list[int] = calls, fail_at: int = fail_at) -> None:
+            calls[0] += 1
+            if calls[0] == fail_at or fail_at == 1:  # (1: every call)
+                raise OSError("disk full")
+            write(*args)
+
+        monkeypatch.setattr(worker, "write_frame", failing)
+        result = evaluate_dataset(str(gold), str(path), engine="inline", part_bytes=7_000)
+        records = [_asdict(r) | {"order": None} for r in result]
+        lost = [r for r in records if "not evaluated: OSError: disk full" in (r["error"] or "")]
+        assert (len(lost) == 1) if fail_at == 500 else (len(lost) > 50), fail_at
+        assert {r["trace_id"]: r for r in records if r["trace_id"]} == scored, fail_at
+        # each line's error once, whether its range or the whole file's grouping gave it
+        placed = sorted(
+            (r["line"], r["error"])
+            for r in records
+            if not r["trace_id"] and "not evaluated" not in r["error"]
+        )
+        assert placed == unplaced, fail_at
+        assert any("not evaluated" in p for p in result.problems)
+
+
+def test_the_ranges_after_a_lost_range_keep_their_line_numbers(
+    generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the driver numbers a range's lines from the lines of the ranges before it; a lost
+    # range gave none, so every record after it had line numbers too small
+    from toolscore.dataset import worker
+
+    gold, traces = generated
+    whole = {r.trace_id: (r.line, r.offset) for r in evaluate_dataset(str(gold), str(traces))}
+    read = worker.contiguous_traces
+    starts: list[int] = []
+
+    def failing(f: Any, ids: Any, start: int = 0, end: int | None = None) -> Any:
+        starts.append(start)
+        if len(starts) == 3:  # the third range
             raise OSError("disk full")
-        write(*args)
+        return read(f, ids, start, end)
 
-    monkeypatch.setattr(worker, "write_frame", failing)
-    result = evaluate_dataset(str(gold), str(path), engine="inline", part_bytes=7_000)
-    records = list(result)
-    lost = [r for r in records if "not evaluated: OSError: disk full" in (r.error or "")]
-    assert len(lost) == 1
-    assert {r.trace_id: _asdict(r) | {"order": None} for r in records if r.trace_id} == scored
-    assert any("not evaluated" in p for p in result.problems)
+    monkeypatch.setattr(worker, "contiguous_traces", failing)
+    result = evaluate_dataset(str(gold), str(traces), engine="inline", part_bytes=20_000)
+    got = {r.trace_id: (r.line, r.offset) for r in result if r.status == "ok"}
+    assert len(starts) > 5 and 60 < len(got) < 120
+    assert got == {t: whole[t] for t in got}
+    assert any("not evaluated: OSError: disk full" in p for p in result.problems)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"a", b"bb", b"\n", b"\n\n", b"ccc\n"]), max_size=30),
+    st.integers(0, 200),
+    st.integers(0, 200),
+)
+def test_count_line_starts(pieces: list[bytes], a: int, b: int) -> None:
+    import io
+
+    from toolscore.dataset.inputs import count_line_starts, next_line
+
+    data = b"".join(pieces)
+    begin = next_line(io.BytesIO(data), min(a, len(data)))
+    end = max(begin, min(b, len(data)))
+    starts = [p for p in range(len(data)) if p == 0 or data[p - 1 : p] == b"\n"]
+    f = io.BytesIO(data)
+    f.seek(begin)
+    assert count_line_starts(f, begin, end) == sum(begin <= p < end for p in starts)
 
 
 def test_records_spool_gives_them_back_in_order(tmp_path: Path) -> None:

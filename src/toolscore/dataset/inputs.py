@@ -47,6 +47,7 @@ __all__ = [
     "Part",
     "Trace",
     "add_frames",
+    "count_line_starts",
     "gather_parts",
     "id_before",
     "is_url",
@@ -645,6 +646,26 @@ def id_before(f: IO[bytes], pos: int, ids: IdReader, named: bool = False) -> str
         hi = lo
         size = min(size * 2, READ_BYTES)
     return None
+
+
+def count_line_starts(f: IO[bytes], begin: int, end: int) -> int:
+    """How many lines start in ``[begin, end)``, ``f`` at ``begin`` (a line start)."""
+    count = 0
+    pos = begin
+    while pos < end:
+        piece = f.read(min(READ_BYTES, end - pos))
+        if not piece:
+            break
+        if pos == begin:
+            count += 1  # the line at begin
+        # a line starts after each newline, unless that is at end or past the file's end
+        count += piece.count(b"\n")
+        pos += len(piece)
+    if count and pos >= end:
+        f.seek(end - 1)
+        if f.read(1) == b"\n":
+            count -= 1  # (the newline just before end: the line after it is not ours)
+    return count
 
 
 def next_line(f: IO[bytes], pos: int) -> int:

@@ -27,7 +27,7 @@ from .gold import GoldSpec, base_name, build_gold, gold_ids
 from .inputs import Part, gather_parts, list_inputs, plan_parts
 from .records import PassCriterion, TraceRecord, record_line
 from .regroup import Regroup
-from .worker import Config, PartResult, fewer_collections
+from .worker import Config, PartResult, fewer_collections, range_lines
 
 __all__ = ["DatasetResult", "aevaluate_dataset", "evaluate_dataset"]
 
@@ -563,6 +563,10 @@ class _Seen:
         self.conn.close()
 
 
+def _within(offset: int | None, spans: list[tuple[int, int]]) -> bool:
+    return offset is not None and any(start <= offset < end for start, end in spans)
+
+
 def _shift(result: PartResult, base: dict[str, int], part: Part) -> None:
     """Line numbers from the part's start to the file's."""
     if part.end is None and part.start == 0:
@@ -669,9 +673,13 @@ def _drive(
 
     scattered: dict[str, list[tuple[Part, str, list[int], int]]] = {}
     """Per file whose lines interleave: its scatter ranges' files (``Part.scatter``)."""
-    lost_ranges: set[str] = set()
+    lost_ranges: dict[str, Part] = {}
+    """Per file: a scatter range of it that was lost."""
     share: dict[int, int] = {}
     """The progress's bytes of each gather part."""
+    reported: dict[int, list[tuple[int, int]]] = {}
+    """Per part grouping a file whole after a scatter range was lost: the byte ranges whose
+    lines' errors the file's other scatter ranges have reported already."""
 
     def handle(outcome: PartResult | PartLost) -> None:
         nonlocal done_bytes
@@ -688,7 +696,16 @@ def _drive(
                 order=(part.index, 0),
             )
             if part.scatter:
-                lost_ranges.add(part.inputs[0].url)
+                lost_ranges[part.inputs[0].url] = part
+            if part.end is not None:  # the ranges after it number their lines from its end
+                url = part.inputs[0].url
+                try:
+                    base[url] = base.get(url, 0) + range_lines(part, cfg)
+                except (OSError, ValueError) as exc:
+                    problem(
+                        f"{part.describe()}: its lines could not be counted ({exc}); the "
+                        "line numbers of the records after it are too small"
+                    )
             for batch in regroup.feed(part, [lost]):
                 take(batch)
             done_bytes += part.size
@@ -700,7 +717,10 @@ def _drive(
         _shift(outcome, base, part)
         for item, lines in zip(part.inputs, outcome.lines, strict=True):
             base[item.url] = base.get(item.url, 0) + lines
+        spans = reported.pop(part.index, None)
         for records in outcome.batches():
+            if spans:  # (a line's error is reported once)
+                records = [r for r in records if r.trace_id or not _within(r.offset, spans)]
             for batch in regroup.feed(part, records):
                 mark_duplicates(batch)
                 take(batch)
@@ -726,10 +746,15 @@ def _drive(
         # then the parts that group the scattered lines of each file whose lines interleave
         # (a file whose scatter range was lost is grouped whole, by one worker, instead)
         grouping: list[Part] = []
-        for url, ranges in scattered.items():
+        for url in {**scattered, **lost_ranges}:
+            ranges = scattered.get(url, [])
             first = len(parts) + len(grouping)
             if url in lost_ranges:
-                grouping.append(Part(first, (ranges[0][0].inputs[0],)))
+                grouping.append(Part(first, lost_ranges[url].inputs))
+                size = lost_ranges[url].inputs[0].size  # (the last range: its end too)
+                reported[first] = [
+                    (r[0].start, (r[0].end or 0) + (r[0].end == size)) for r in ranges
+                ]
             else:
                 gathering = gather_parts(ranges, first)
                 # each gather part counts its share of the file's other half in the progress

@@ -40,6 +40,7 @@ from .inputs import (
     Trace,
     add_frames,
     contiguous_traces,
+    count_line_starts,
     detect_key,
     id_before,
     id_chunks,
@@ -56,7 +57,7 @@ from .inputs import (
 )
 from .records import PassCriterion, TraceRecord
 
-__all__ = ["DEFAULT_TASK_REGEX", "Config", "PartResult", "run_part"]
+__all__ = ["DEFAULT_TASK_REGEX", "Config", "PartResult", "range_lines", "run_part"]
 
 DEFAULT_TASK_REGEX = r"^(?P<task>.+?)[/:_.-]+(?:trial|try|run|sample|attempt|seed)[-_]?\d+$"
 """Without ``--task-key`` or ``--task-regex``, a trace id ending in ``/trial2`` (``_try3``,
@@ -879,6 +880,24 @@ def _run_grouped(
     for trace in grouper.traces():
         _evaluate_trace(trace, item, cfg, gold, tasks, records, part, fmt)
     return lineno
+
+
+def range_lines(part: Part, cfg: Config) -> int:
+    """The lines a byte range's worker reads (what its result's ``lines`` says), found again
+    without evaluating anything: for the line numbers of the ranges after it when its
+    result is lost."""
+    assert part.end is not None and part.key is not None
+    ids = IdReader(part.key, cfg.task_key)
+    with open_lines(part.inputs[0].path, cfg.storage_options) as f:
+        if part.scatter:  # the lines that start in it
+            begin = next_line(f, part.start) if part.start else 0
+            f.seek(begin)
+            return count_line_starts(f, begin, part.end)
+        lines = 0
+        for got in contiguous_traces(f, ids, part.start, part.end):
+            if isinstance(got, tuple) and not got[2]:
+                lines = got[0]
+        return lines
 
 
 def _place(
