@@ -820,22 +820,25 @@ def write_frame(
     out.write(line)
 
 
-def add_frames(groups: dict[str, Trace], data: bytes, base: int) -> None:
-    """Add the lines framed in ``data`` to their traces in ``groups`` (a trace new to it
-    starts at its first line's offset; ``base`` is added to the line numbers)."""
-    at = 0
-    size = _FRAME.size
-    while at < len(data):
-        head_len, line_len, lineno, offset = _FRAME.unpack_from(data, at)
-        at += size
-        trace_id, task = orjson.loads(data[at : at + head_len])
-        at += head_len
+def add_frames(groups: dict[str, Trace], f: IO[bytes], size: int | None, base: int) -> None:
+    """Add the lines framed in ``f`` (its next ``size`` bytes; to its end for None) to their
+    traces in ``groups``, a frame at a time (a trace new to it starts at its first line's
+    offset; ``base`` is added to the line numbers)."""
+    left = -1 if size is None else size
+    while left:
+        frame = f.read(_FRAME.size)
+        if not frame:
+            break
+        head_len, line_len, lineno, offset = _FRAME.unpack(frame)
+        trace_id, task = orjson.loads(f.read(head_len))
+        line = f.read(line_len)
         group = groups.get(trace_id)
         if group is None:
             group = groups[trace_id] = Trace(trace_id, task, [], [], offset)
-        group.lines.append(data[at : at + line_len])
+        group.lines.append(line)
         group.linenos.append(base + lineno)
-        at += line_len
+        if size is not None:
+            left -= _FRAME.size + head_len + line_len
 
 
 class Grouper:
@@ -893,7 +896,7 @@ class Grouper:
             for f in self._spill:
                 f.seek(0)
                 groups: dict[str, Trace] = {}
-                add_frames(groups, f.read(), 0)
+                add_frames(groups, f, None, 0)
                 yield from sorted(groups.values(), key=lambda t: t.offset)
                 f.close()
         finally:

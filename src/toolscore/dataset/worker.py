@@ -973,7 +973,7 @@ def _run_gather(part: Part, cfg: Config, gold: Any, tasks: _Tasks, records: Reco
     for path, start, end, base in part.gather:
         with open(path, "rb") as f:
             f.seek(start)
-            add_frames(groups, f.read(end - start), base)
+            add_frames(groups, f, end - start, base)
     records.spill()  # (its traces are whole: the driver joins none)
     fmt = FileFormat(cfg, item.url)
     for trace in sorted(groups.values(), key=lambda t: t.offset):
