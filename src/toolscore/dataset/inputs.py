@@ -271,6 +271,14 @@ class Decompressed:
     def tell(self) -> int:
         return self.offset
 
+    @property
+    def fault(self) -> str | None:
+        """What broke the stream off, and where; None while it has not."""
+        if self.error is None:
+            return None
+        problem = read_error(self.url, self.error).problem
+        return f"{problem} ({self.offset:,} bytes decompressed)"
+
     def close(self) -> None:
         if self._raw is not None:
             self._stream.close()
@@ -490,11 +498,7 @@ def unpack(
                 out.write(head)
                 while piece := f.read(READ_BYTES):
                     out.write(piece)
-            broken = None
-            if f.error is not None:
-                problem = read_error(item.url, f.error).problem
-                broken = f"{problem} ({f.offset:,} bytes decompressed)"
-            return replace(item, local=path, size=f.offset, broken=broken)
+            return replace(item, local=path, size=f.offset, broken=f.fault)
     except (OSError, ValueError):
         return item  # the worker reports it, reading the file itself
 
@@ -649,22 +653,18 @@ def id_before(f: IO[bytes], pos: int, ids: IdReader, named: bool = False) -> str
 
 
 def count_line_starts(f: IO[bytes], begin: int, end: int) -> int:
-    """How many lines start in ``[begin, end)``, ``f`` at ``begin`` (a line start)."""
-    count = 0
+    """How many lines start in ``[begin, end)``, ``f`` at ``begin`` (a line start): the one
+    at ``begin``, and one after each newline before ``end - 1``."""
+    if begin >= end:
+        return 0
+    count = 1
     pos = begin
-    while pos < end:
-        piece = f.read(min(READ_BYTES, end - pos))
+    while pos < end - 1:
+        piece = f.read(min(READ_BYTES, end - 1 - pos))
         if not piece:
             break
-        if pos == begin:
-            count += 1  # the line at begin
-        # a line starts after each newline, unless that is at end or past the file's end
         count += piece.count(b"\n")
         pos += len(piece)
-    if count and pos >= end:
-        f.seek(end - 1)
-        if f.read(1) == b"\n":
-            count -= 1  # (the newline just before end: the line after it is not ours)
     return count
 
 

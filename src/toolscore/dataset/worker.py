@@ -26,7 +26,7 @@ from ..columns import Columns
 from ..errors import InputError, ToolscoreError
 from ..redact import redact_secrets
 from ..reports import secret_count, violation_count
-from ..sources._drive import decompressing, is_compressed, read_error
+from ..sources._drive import decompressing, is_compressed
 from ..verdict import letter_grade
 from .gold import GoldSpec, gold_lookup
 from .inputs import (
@@ -564,22 +564,18 @@ def run_part(part: Part, cfg: Config) -> PartResult:
 
 def _run_part(part: Part, cfg: Config) -> PartResult:
     records = Records(cfg.records_dir)
-    if part.scatter:
-        read, scattered = _run_scatter(part, cfg, records)
-        # (the progress: half its bytes; the gather parts count the other half)
-        return PartResult(part.index, records.held, [read], part.size // 2, None, scattered)
-    gold = gold_lookup(cfg.gold)
-    tasks = _Tasks(cfg)
-    if part.gather:
-        try:
-            _run_gather(part, cfg, gold, tasks, records)
-        finally:
-            records.close()
-        return PartResult(part.index, records.held, [0], 0, records.path)
-    lines: list[int] = []
     try:
-        for item in part.inputs:
-            lines.append(_run_input(part, item, cfg, gold, tasks, records))
+        if part.scatter:
+            read, scattered = _run_scatter(part, cfg, records)
+            # (the progress: half its bytes; the gather parts count the other half)
+            return PartResult(part.index, records.held, [read], part.size // 2, None, scattered)
+        gold = gold_lookup(cfg.gold)
+        tasks = _Tasks(cfg)
+        if part.gather:
+            _run_gather(part, cfg, gold, tasks, records)
+            lines = [0]
+        else:
+            lines = [_run_input(part, item, cfg, gold, tasks, records) for item in part.inputs]
     finally:
         records.close()
     return PartResult(part.index, records.held, lines, part.size, records.path)
@@ -661,32 +657,32 @@ def _run_input(
                         lines_read = lineno
                     continue
                 _evaluate_trace(got, item, cfg, gold, tasks, records, part, fmt)
-        ended = None
-        if isinstance(f, Decompressed) and f.error is not None:
-            problem = read_error(source, f.error).problem
-            ended = (f"{problem} ({f.offset:,} bytes decompressed)", f.offset)
-        elif item.broken is not None and (part.end is None or part.end >= item.size):
-            ended = (item.broken, item.size)  # the copy's end: the last range tells
-        if ended is not None:
-            records.append(_ended_early(source, *ended, records.last_id, order()))
+        _ended_early(f, item, part, records.last_id, records)
     return lines_read
 
 
-def _ended_early(
-    source: str, problem: str, offset: int, last: str | None, order: tuple[int, int]
-) -> TraceRecord:
-    """The error record of a compressed input whose stream broke off at ``offset`` (the
-    traces read before it, the last one ``last``, are evaluated with the lines they had;
-    the last may have had more)."""
+def _ended_early(f: IO[bytes], item: Input, part: Part, last: str | None, records: Records) -> None:
+    """When the compressed input read broke off (``f`` as it is read, or the decompressed
+    copy ``item`` is, at its end: the last range tells), its error record: the traces read
+    before it, the last one ``last``, are evaluated with the lines they had (the last may
+    have had more)."""
+    if isinstance(f, Decompressed) and f.fault is not None:
+        problem, offset = f.fault, f.offset
+    elif item.broken is not None and (part.end is None or part.end >= item.size):
+        problem, offset = item.broken, item.size
+    else:
+        return
     after = f"; the last trace read: {last!r}" if last is not None else ""
-    return TraceRecord(
-        trace_id="",
-        task="",
-        status="error",
-        source=source,
-        offset=offset,
-        error=redact_secrets(f"{source}: {problem}{after}"),
-        order=order,
+    records.append(
+        TraceRecord(
+            trace_id="",
+            task="",
+            status="error",
+            source=item.url,
+            offset=offset,
+            error=redact_secrets(f"{item.url}: {problem}{after}"),
+            order=(part.index, len(records)),
+        )
     )
 
 
@@ -952,10 +948,7 @@ def _run_scatter(part: Part, cfg: Config, records: Records) -> tuple[int, tuple[
             else:
                 continue
             break
-    if item.broken is not None and part.end >= item.size:
-        records.append(
-            _ended_early(source, item.broken, item.size, last, (part.index, len(records)))
-        )
+        _ended_early(f, item, part, last, records)
     fd, path = tempfile.mkstemp(prefix=f"scatter-{part.index}-", dir=cfg.records_dir)
     cuts = [0]
     with os.fdopen(fd, "wb") as out:
