@@ -35,7 +35,7 @@ from typing import IO, Any
 import msgspec
 import orjson
 
-from ..sources._drive import READ_ERRORS, decompressing, is_compressed, read_error
+from ..sources._drive import COMPRESSED, READ_ERRORS, decompressing, is_compressed, read_error
 from .shape import ID_KEYS, first_record, is_url
 from .shape import first_line as first_line
 
@@ -77,7 +77,7 @@ GROUP_BUDGET = 64 * 1024 * 1024
 SNIFF_BYTES = 1 << 20
 READ_BYTES = 1 << 20
 """How much of a multi-trace file is read at a time (its ids are decoded a chunk at a time)."""
-_EXTENSIONS = (".jsonl", ".ndjson", ".json", ".gz", ".zst", ".zstd", ".txt")
+_EXTENSIONS = (".jsonl", ".ndjson", ".json", ".txt", *COMPRESSED)
 
 
 def open_fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:

@@ -210,14 +210,14 @@ def gather(
     from ..limits import value_limit
     from ..redact import pii_redaction
     from .gold import gold_lookup
-    from .inputs import Grouper, IdReader, detect_key, iter_lines, open_lines
+    from .inputs import SNIFF_BYTES, Grouper, IdReader, detect_key, iter_lines, open_lines
     from .worker import GOLD_ERRORS, evaluate_one, gold_error_record
 
     out: dict[str, TraceRecord] = {}
     with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes):
         with open_lines(path or url, cfg.storage_options) as f:
             if key is None:
-                head = f.read(1 << 20)
+                head = f.read(SNIFF_BYTES)
                 f.seek(0)
                 key = detect_key(head, cfg.trace_key)
                 if key is None:
