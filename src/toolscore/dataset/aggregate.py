@@ -23,6 +23,7 @@ import functools
 import heapq
 import math
 import os
+import shutil
 import zlib
 from bisect import bisect_right
 from collections import Counter
@@ -53,7 +54,8 @@ EXAMPLES = 3
 WORST = 10
 """Worst traces kept."""
 MAX_TOOLS = 10_000
-"""Tools tracked by name; past that, further tools are counted under ``(other tools)``."""
+"""Tools tracked by name; past that, further tools are counted under :data:`OTHER_TOOLS`."""
+OTHER_TOOLS = "(other tools)"
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -205,7 +207,7 @@ class Aggregate:
         mine = self.tools.get(tool)
         if mine is None:
             if len(self.tools) >= MAX_TOOLS:
-                tool = "(other tools)"
+                tool = OTHER_TOOLS
                 mine = self.tools.get(tool)
             if mine is None:
                 mine = self.tools[tool] = [0, 0, 0]
@@ -218,6 +220,12 @@ class Aggregate:
 
     def _worst(self, items: list[tuple[float, tuple[int, int], str]]) -> None:
         self.worst = heapq.nsmallest(WORST, [*self.worst, *items])
+
+    @property
+    def capped(self) -> bool:
+        """Whether tools past :data:`MAX_TOOLS` were counted together (a merge then counts
+        under ``(other tools)`` what adding the records one by one may count by name)."""
+        return OTHER_TOOLS in self.tools
 
     # -- derived values ---------------------------------------------------------------------
 
@@ -272,6 +280,15 @@ class ScoreSpill:
         if not self._file.closed:
             self._flush()
             self._file.close()
+
+    def absorb(self, later: ScoreSpill) -> None:
+        """Append ``later``'s scores (it is closed and its file removed)."""
+        later.close()
+        self._flush()
+        with open(later.path, "rb") as f:
+            shutil.copyfileobj(f, self._file)
+        os.unlink(later.path)
+        self.count += later.count
 
     def _chunks(self) -> Iterator[array.array[float]]:
         with open(self.path, "rb") as f:
@@ -366,11 +383,11 @@ class TaskSpill:
 
     PARTS = 16
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, name: str = "") -> None:
         self.directory = directory
-        self._files = [
-            open(os.path.join(directory, f"tasks-{i}.jsonl"), "wb") for i in range(self.PARTS)
-        ]
+        self.paths = [os.path.join(directory, f"tasks{name}-{i}.jsonl") for i in range(self.PARTS)]
+        """The partitions' files (``name`` tells two spills in one directory apart)."""
+        self._files = [open(path, "wb") for path in self.paths]
         self.by_counts: Counter[tuple[int, int]] | None = None
 
     def add(self, task: str, passed: bool) -> None:
@@ -381,6 +398,15 @@ class TaskSpill:
         for f in self._files:
             f.close()
 
+    def absorb(self, later: TaskSpill) -> None:
+        """Append ``later``'s lines, partition by partition (it is closed and its files
+        removed)."""
+        later.close()
+        for mine, path in zip(self._files, later.paths, strict=True):
+            with open(path, "rb") as f:
+                shutil.copyfileobj(f, mine)
+            os.unlink(path)
+
     def outcomes(self) -> Iterator[TaskOutcome]:
         """Every task's outcome, sorted by task within each partition; also fills
         :attr:`by_counts` (tasks by (n, c)) for the dataset's pass@k."""
@@ -388,7 +414,7 @@ class TaskSpill:
         counts: Counter[tuple[int, int]] = Counter()
         for i in range(self.PARTS):
             tasks: dict[str, list[int]] = {}
-            with open(os.path.join(self.directory, f"tasks-{i}.jsonl"), "rb") as f:
+            with open(self.paths[i], "rb") as f:
                 for line in f:
                     task, passed = orjson.loads(line)
                     nc = tasks.get(task)

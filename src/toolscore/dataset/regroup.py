@@ -77,13 +77,25 @@ class Regroup:
 
     def feed(self, part: Part, records: list[TraceRecord]) -> Iterator[list[TraceRecord]]:
         """The records ready to be taken, in batches (none while a cut file is held)."""
-        if part.end is None or part.inputs[0].url not in self._last:
+        if not self.holds(part):
             yield self._whole(records)
             return
-        url = part.inputs[0].url
-        self._hold(url, records, part.key)
-        if part.index == self._last[url]:
-            yield from self._release()
+        self.hold(part, records)
+        if self.last(part):
+            yield from self.release()
+
+    def holds(self, part: Part) -> bool:
+        """Whether ``part`` is a byte range of a cut file, whose records are held."""
+        return part.end is not None and part.inputs[0].url in self._last
+
+    def last(self, part: Part) -> bool:
+        """Whether ``part`` is the last byte range of its file (:meth:`holds` it)."""
+        return part.index == self._last[part.inputs[0].url]
+
+    @property
+    def scattered(self) -> bool:
+        """Whether a trace of the file held now came as pieces so far."""
+        return bool(self._scattered)
 
     def _whole(self, records: list[TraceRecord]) -> list[TraceRecord]:
         seen: dict[tuple[str, str], int] = {}
@@ -118,9 +130,11 @@ class Regroup:
 
     # -- the byte ranges of a cut file ---------------------------------------------------------
 
-    def _hold(self, url: str, records: list[TraceRecord], key: str | None) -> None:
+    def hold(self, part: Part, records: list[TraceRecord]) -> None:
+        """Hold records of a byte range of a cut file (:meth:`holds` it)."""
+        url = part.inputs[0].url
         if self._spool_url != url:
-            self._start(url, key)
+            self._start(url, part.key)
         assert self._db is not None and self._spool is not None
         counts: dict[str, int] = {}
         for r in records:
@@ -149,9 +163,12 @@ class Regroup:
         self._scattered = set()
         self._key = key
 
-    def _release(self) -> Iterator[list[TraceRecord]]:
+    def release(self) -> Iterator[list[TraceRecord]]:
+        """The held records in batches, each scattered trace scored whole in its first
+        piece's place (after the file's last range)."""
         url, spool = self._spool_url, self._spool
-        assert url is not None and spool is not None
+        if url is None or spool is None:
+            return  # (no range of the file had a record)
         whole = (
             gather(url, self._scattered, self.cfg, self._key, self._paths.get(url))
             if self._scattered
@@ -177,6 +194,12 @@ class Regroup:
         self.held = 0
         self._close_file()
 
+    def drop(self) -> None:
+        """Forget the held records: they were taken as they came (no trace of the file came
+        as pieces)."""
+        self.held = 0
+        self._close_file()
+
     def _close_file(self) -> None:
         if self._spool is not None:
             self._spool.close()
@@ -190,7 +213,7 @@ class Regroup:
     def close(self) -> Iterator[list[TraceRecord]]:
         """Release what is still held (a cut file whose last range never came back)."""
         if self._spool is not None:
-            yield from self._release()
+            yield from self.release()
 
 
 def _in_place_of(whole: TraceRecord, first: TraceRecord) -> TraceRecord:

@@ -17,23 +17,20 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 
-from .aggregate import Aggregate, ScoreSpill, TaskOutcome, TaskSpill, overall_pass
+from .aggregate import Aggregate, TaskOutcome, overall_pass
 from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids
 from .inputs import Part, gather_parts, list_inputs, plan_parts
 from .records import PassCriterion, TraceRecord, record_line
 from .regroup import Regroup
+from .tally import MAX_LISTED, Tally
 from .worker import Config, PartResult, fewer_collections, range_lines
 
 __all__ = ["DatasetResult", "aevaluate_dataset", "evaluate_dataset"]
-
-MAX_LISTED = 1000
-"""Errors, traces without gold and gold without traces kept on the result (all are counted,
-and every one is in the per-trace records)."""
 
 
 @dataclass
@@ -412,6 +409,11 @@ class _Writer:
         else:
             self._f = open(path, "wb")
 
+    @property
+    def file(self) -> IO[bytes] | None:
+        """The JSON Lines file written (None for Parquet)."""
+        return self._f
+
     def write(self, records: list[TraceRecord]) -> None:
         if self._f is not None:
             self._f.write(b"".join(record_line(r) for r in records))
@@ -510,18 +512,47 @@ class _Seen:
         self.conn.execute("PRAGMA journal_mode=OFF")
         self.conn.execute("PRAGMA synchronous=OFF")
         self.conn.execute("CREATE TABLE seen (id TEXT PRIMARY KEY) WITHOUT ROWID")
+        self.conn.execute("CREATE TABLE held (id TEXT PRIMARY KEY) WITHOUT ROWID")
         self.by_base_name = by_base_name
         if by_base_name:
             self.conn.execute("CREATE TABLE bases (id TEXT PRIMARY KEY) WITHOUT ROWID")
 
-    def add(self, records: list[TraceRecord]) -> list[TraceRecord]:
-        """Records whose id was seen before (in this batch or an earlier one)."""
-        ids = [(r.trace_id,) for r in records if r.trace_id]
+    def _bases(self, records: list[TraceRecord]) -> None:
         if self.by_base_name:
             self.conn.executemany(
                 "INSERT OR IGNORE INTO bases VALUES (?)",
                 [(base_name(r.trace_id),) for r in records if "/" in r.trace_id],
             )
+
+    def hold(self, records: list[TraceRecord]) -> list[TraceRecord]:
+        """For records taken provisionally (a cut file's, :mod:`.tally`): those whose id was
+        seen before the file. Their ids are kept apart until :meth:`commit_held` (or
+        :meth:`drop_held`). (An id that comes back within the file is a trace read as
+        pieces: the provisional tally is then dropped.)"""
+        ids = [r.trace_id for r in records if r.trace_id]
+        self._bases(records)
+        seen: set[str] = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(f"SELECT id FROM seen WHERE id IN ({marks})", chunk)
+            seen.update(trace_id for (trace_id,) in rows)
+        self.conn.executemany("INSERT OR IGNORE INTO held VALUES (?)", [(i,) for i in ids])
+        return [r for r in records if r.trace_id in seen] if seen else []
+
+    def commit_held(self) -> None:
+        """The held ids are seen."""
+        self.conn.execute("INSERT OR IGNORE INTO seen SELECT id FROM held")
+        self.conn.execute("DELETE FROM held")
+
+    def drop_held(self) -> None:
+        """Forget the held ids (their records are taken again, through :meth:`add`)."""
+        self.conn.execute("DELETE FROM held")
+
+    def add(self, records: list[TraceRecord]) -> list[TraceRecord]:
+        """Records whose id was seen before (in this batch or an earlier one)."""
+        ids = [(r.trace_id,) for r in records if r.trace_id]
+        self._bases(records)
         self.conn.commit()  # a rollback below must undo this batch only
         before = self.conn.total_changes
         self.conn.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ids)
@@ -609,20 +640,17 @@ def _drive(
     on_progress: Callable[[int, int | None, int, int], None] | None,
     on_problem: Callable[[str], None] | None,
 ) -> DatasetResult:
-    agg = Aggregate()
-    scores = ScoreSpill(os.path.join(work, "scores.f64"))
-    tasks = TaskSpill(work)
+    tally = Tally(work)
     seen = _Seen(os.path.join(work, "seen.sqlite"), spec.by_base_name)
-    spool_path = os.path.join(work, "records.jsonl")
-    spool = open(spool_path, "wb")
     writer = _Writer(per_trace) if per_trace else None
     problems: list[str] = list(spec.problems)
-    errors: list[TraceRecord] = []
-    missing_gold: list[str] = []
     missing_trace: list[str] = []
     base: dict[str, int] = {}
-    done_records = 0
     done_bytes = 0
+    early: Tally | None = None
+    """The provisional tally of the cut file held now (:mod:`.tally`)."""
+    can_early = on_record is None and (writer is None or not writer.parquet)
+    """(a record handed on, or a Parquet row, cannot be taken back)"""
     total_bytes = sum(part.size for part in parts)
 
     def problem(text: str) -> None:
@@ -634,30 +662,22 @@ def _drive(
         problem(f"{reason} while evaluating {part.describe()}; its traces are evaluated again")
 
     def take(records: list[TraceRecord]) -> None:
-        nonlocal done_records
         for r in records:
-            agg.add(r)
-            if r.score is not None:
-                scores.add(r.score)
-            if r.passed is not None:
-                tasks.add(r.task, r.passed)
-            if r.status == "error" and len(errors) < MAX_LISTED:
-                errors.append(r)
-            if r.status == "no_gold" and len(missing_gold) < MAX_LISTED:
-                missing_gold.append(r.trace_id)
             if on_record is not None:
                 on_record(r)
             r.ci = None
-        spool.write(b"".join(record_line(r) for r in records))
+        tally.take(records)
         if writer is not None:
             writer.write(records)
-        done_records += len(records)
 
     regroup = Regroup(parts, cfg, work)
 
     def mark_duplicates(records: list[TraceRecord]) -> None:
         # pieces of one trace in one file were regrouped: a second sighting is another file
-        for r in seen.add(records):
+        duplicated(seen.add(records))
+
+    def duplicated(records: list[TraceRecord]) -> None:
+        for r in records:
             r.status = "error"
             r.error = (
                 f"{r.source}:{r.line}: trace {r.trace_id!r} was already read earlier: "
@@ -670,6 +690,39 @@ def _drive(
             r.passed = None
             r.grade = None
             r.ci = None
+
+    def hold(part: Part, batches: Iterable[list[TraceRecord]]) -> None:
+        """A byte range of a cut file: its records held, and taken into the provisional tally
+        (until a trace comes as pieces); after the file's last range, the tally is absorbed,
+        or dropped and the held records taken."""
+        nonlocal early
+        for records in batches:
+            regroup.hold(part, records)
+            if not can_early or regroup.scattered:
+                continue
+            if early is None:
+                early = Tally(work, ".held")
+            duplicated(seen.hold(records))
+            for r in records:
+                r.ci = None
+            early.take(records)
+        if regroup.last(part):
+            settle()
+
+    def settle() -> None:
+        nonlocal early
+        if early is not None and not regroup.scattered and not early.agg.capped:
+            seen.commit_held()
+            tally.absorb(early, [writer.file] if writer is not None and writer.file else [])
+            regroup.drop()
+        else:
+            if early is not None:
+                early.discard()
+                seen.drop_held()
+            for batch in regroup.release():
+                mark_duplicates(batch)
+                take(batch)
+        early = None
 
     scattered: dict[str, list[tuple[Part, str, list[int], int]]] = {}
     """Per file whose lines interleave: its scatter ranges' files (``Part.scatter``)."""
@@ -706,8 +759,10 @@ def _drive(
                         f"{part.describe()}: its lines could not be counted ({exc}); the "
                         "line numbers of the records after it are too small"
                     )
-            for batch in regroup.feed(part, [lost]):
-                take(batch)
+            if regroup.holds(part):
+                hold(part, [[lost]])
+            else:
+                take([lost])
             done_bytes += part.size
             return
         part = parts[outcome.index]
@@ -718,15 +773,18 @@ def _drive(
         for item, lines in zip(part.inputs, outcome.lines, strict=True):
             base[item.url] = base.get(item.url, 0) + lines
         spans = reported.pop(part.index, None)
-        for records in outcome.batches():
-            if spans:  # (a line's error is reported once)
-                records = [r for r in records if r.trace_id or not _within(r.offset, spans)]
-            for batch in regroup.feed(part, records):
-                mark_duplicates(batch)
-                take(batch)
+        if regroup.holds(part):
+            hold(part, outcome.batches())
+        else:
+            for records in outcome.batches():
+                if spans:  # (a line's error is reported once)
+                    records = [r for r in records if r.trace_id or not _within(r.offset, spans)]
+                for batch in regroup.feed(part, records):
+                    mark_duplicates(batch)
+                    take(batch)
         done_bytes += outcome.bytes_read + share.pop(part.index, 0)
         if on_progress is not None:
-            held = done_records + regroup.held
+            held = tally.count + regroup.held
             on_progress(held, spec.count or None, done_bytes, total_bytes)
 
     effective = "dask" if (client is not None or scheduler is not None) else engine
@@ -770,6 +828,10 @@ def _drive(
         for ranges in scattered.values():
             for _, path, _, _ in ranges:
                 os.unlink(path)
+        if early is not None:  # (a cut file whose last range never came back)
+            early.discard()
+            seen.drop_held()
+            early = None
         for batch in regroup.close():
             mark_duplicates(batch)
             take(batch)
@@ -792,17 +854,18 @@ def _drive(
         take(no_trace)
     finally:
         seen.close()
-        tasks.close()
-        spool.close()
+        if early is not None:
+            early.discard()
+        tally.close()
         if writer is not None:
             writer.close()
-        scores.close()
     tasks_path = os.path.join(work, "tasks.jsonl")
     tasks_count = 0
     with open(tasks_path, "wb") as f:
-        for outcome_ in tasks.outcomes():
+        for outcome_ in tally.tasks.outcomes():
             f.write(_dump_task(outcome_))
             tasks_count += 1
+    agg, scores = tally.agg, tally.scores
     lo, hi = agg.score_min, agg.score_max
     median = scores.quantile(0.5, lo, hi) if agg.scored else None
     p10 = scores.quantile(0.1, lo, hi) if agg.scored else None
@@ -811,17 +874,17 @@ def _drive(
         criterion=cfg.criterion,
         median=median,
         p10=p10,
-        pass_k=overall_pass(tasks.by_counts or {}),  # type: ignore[arg-type]
+        pass_k=overall_pass(tally.tasks.by_counts or {}),  # type: ignore[arg-type]
         tasks_count=tasks_count,
-        errors=errors,
-        missing_gold=missing_gold,
+        errors=tally.errors,
+        missing_gold=tally.missing_gold,
         missing_trace=missing_trace,
         problems=problems,
         elapsed=time.perf_counter() - started,
         bytes_read=done_bytes,
         engine="inline" if effective == "local" and (count == 1 or len(parts) <= 1) else effective,
         workers=count,
-        _spool=spool_path,
+        _spool=tally.spool_path,
         _tasks=tasks_path,
         _workdir=work,
         gold_problems=spec.problem_count,
