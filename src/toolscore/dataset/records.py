@@ -8,15 +8,26 @@ is all the dataset aggregate sees of a trace.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import msgspec
 
 from ..verdict import passes as score_passes
 from .ci import TraceView
 
-__all__ = ["STATUSES", "PassCriterion", "Status", "TraceRecord", "record_line"]
+__all__ = [
+    "STATUSES",
+    "PassCriterion",
+    "Status",
+    "TraceRecord",
+    "pack_records",
+    "read_records",
+    "record_line",
+    "unpack_records",
+    "write_records",
+]
 
 Status = Literal["ok", "error", "no_gold", "no_trace"]
 STATUSES: tuple[str, ...] = ("ok", "error", "no_gold", "no_trace")
@@ -65,6 +76,31 @@ class TraceRecord(msgspec.Struct, kw_only=True, omit_defaults=False):
 
 
 _ENCODER = msgspec.json.Encoder()
+_PACK = msgspec.msgpack.Encoder()
+_UNPACK = msgspec.msgpack.Decoder(list[TraceRecord])
+
+
+def pack_records(records: list[TraceRecord]) -> bytes:
+    """Records as one MessagePack buffer, encoded in C (a quarter of pickling them one object
+    at a time): how they cross to the driver and wait on disk."""
+    return _PACK.encode(records)
+
+
+def unpack_records(data: bytes) -> list[TraceRecord]:
+    """What :func:`pack_records` packed."""
+    return _UNPACK.decode(data)
+
+
+def write_records(f: IO[bytes], records: list[TraceRecord]) -> None:
+    """Append records to a spool file as one frame (its length, then :func:`pack_records`)."""
+    data = _PACK.encode(records)
+    f.write(len(data).to_bytes(8, "little") + data)
+
+
+def read_records(f: IO[bytes]) -> Iterator[list[TraceRecord]]:
+    """The frames of a spool file from where ``f`` is, one list of records each."""
+    while size := int.from_bytes(f.read(8), "little"):
+        yield _UNPACK.decode(f.read(size))
 
 
 def record_line(record: TraceRecord) -> bytes:

@@ -28,16 +28,11 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-import msgspec
-
 from .inputs import Part
-from .records import TraceRecord
+from .records import TraceRecord, read_records, write_records
 from .worker import Config
 
 __all__ = ["Regroup", "gather"]
-
-BATCH = 1_000
-"""Held records released to the driver at a time."""
 
 
 def _is_piece(record: TraceRecord) -> bool:
@@ -66,8 +61,6 @@ class Regroup:
         self._spool_url: str | None = None
         self._scattered: set[str] = set()
         self._key: str | None = None
-        self._encode = msgspec.json.Encoder().encode
-        self._decode = msgspec.json.Decoder(TraceRecord).decode
         self.regrouped = 0
         """Traces read as pieces and scored whole."""
         self.held = 0
@@ -148,7 +141,7 @@ class Regroup:
             rows = self._db.execute(f"SELECT id FROM ids WHERE id IN ({marks})", chunk)
             self._scattered.update(trace_id for (trace_id,) in rows)
         self._db.executemany("INSERT OR IGNORE INTO ids VALUES (?)", [(t,) for t in distinct])
-        self._spool.write(b"".join(self._encode(r) + b"\n" for r in records))
+        write_records(self._spool, records)
         self.held += len(records)
 
     def _start(self, url: str, key: str | None) -> None:
@@ -175,21 +168,17 @@ class Regroup:
             else {}
         )
         done: set[str] = set()
-        batch: list[TraceRecord] = []
         spool.seek(0)
-        for line in spool:
-            record = self._decode(line)
-            if _is_piece(record) and record.trace_id in whole:
-                if record.trace_id in done:
-                    continue
-                done.add(record.trace_id)
-                record = _in_place_of(whole[record.trace_id], record)
-                self.regrouped += 1
-            batch.append(record)
-            if len(batch) >= BATCH:
-                yield batch
-                batch = []
-        if batch:
+        for held in read_records(spool):  # (a range's records: one frame)
+            batch: list[TraceRecord] = []
+            for record in held:
+                if _is_piece(record) and record.trace_id in whole:
+                    if record.trace_id in done:
+                        continue
+                    done.add(record.trace_id)
+                    record = _in_place_of(whole[record.trace_id], record)
+                    self.regrouped += 1
+                batch.append(record)
             yield batch
         self.held = 0
         self._close_file()

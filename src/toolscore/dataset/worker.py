@@ -19,8 +19,6 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-import msgspec
-
 from ..calls import Batch, ToolCall
 from ..columns import Columns
 from ..errors import InputError, ToolscoreError
@@ -55,7 +53,14 @@ from .inputs import (
     partition,
     write_frame,
 )
-from .records import PassCriterion, TraceRecord
+from .records import (
+    PassCriterion,
+    TraceRecord,
+    pack_records,
+    read_records,
+    unpack_records,
+    write_records,
+)
 
 __all__ = ["DEFAULT_TASK_REGEX", "Config", "PartResult", "range_lines", "run_part"]
 
@@ -114,8 +119,7 @@ class PartResult:
         if self.spool is not None:
             try:
                 with open(self.spool, "rb") as f:
-                    while size := int.from_bytes(f.read(8), "little"):
-                        yield _RECORDS_DECODER.decode(f.read(size))
+                    yield from read_records(f)
             finally:
                 os.unlink(self.spool)
             self.spool = None
@@ -126,7 +130,7 @@ class PartResult:
         # to the driver (a pool's pipe, a Dask cluster) the records go as one MessagePack
         # buffer, encoded and decoded in C: a quarter of pickling them one object at a time
         state = dict(self.__dict__)
-        state["records"] = _RECORDS_ENCODER.encode(self.records)
+        state["records"] = pack_records(self.records)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -135,15 +139,12 @@ class PartResult:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            state["records"] = _RECORDS_DECODER.decode(state["records"])
+            state["records"] = unpack_records(state["records"])
         finally:
             if enabled:
                 gc.enable()
         self.__dict__.update(state)
 
-
-_RECORDS_ENCODER = msgspec.msgpack.Encoder()
-_RECORDS_DECODER = msgspec.msgpack.Decoder(list[TraceRecord])
 
 SPOOL_RECORDS = 2_000
 """Records a part holds in memory before :class:`Records` writes them to its spool."""
@@ -185,8 +186,7 @@ class Records:
         if self._file is None:
             fd, self.path = tempfile.mkstemp(prefix="records-", dir=self._directory)
             self._file = os.fdopen(fd, "wb")
-        data = _RECORDS_ENCODER.encode(self.held)
-        self._file.write(len(data).to_bytes(8, "little") + data)
+        write_records(self._file, self.held)
         self.held = []
 
     def close(self) -> None:
