@@ -662,6 +662,19 @@ def test_bit_parallel_table_full_or_not(
     assert bits.distance == ref_levenshtein(gold, [name for batch in batches for name in batch])
 
 
+def test_bit_parallel_trackers_of_every_gold_length_share_their_steps() -> None:
+    # one step table for golds of up to SHARED_STEPS_MAX_GOLD names: its keys tell the
+    # lengths apart (a step of one length is not another's), trackers made one after another
+    names = ["a", "b", "c", "d", "e"]
+    for round_ in range(3):
+        for m in [*range(2, 14), 62, 63, 64, 65, 127, 128]:
+            gold = [names[(i * 3 + m) % 5] for i in range(m)]
+            trace = [names[(i * 7 + m + round_) % 5] for i in range(m + 9)]
+            bits = BitParallelDistance(gold)
+            bits.run(trace)
+            assert bits.distance == ref_levenshtein(gold, trace), (m, round_)
+
+
 def test_bit_parallel_long_gold() -> None:
     gold = [f"t{i % 13}" for i in range(300)]
     trace = [f"t{(i * 7) % 17}" for i in range(250)]

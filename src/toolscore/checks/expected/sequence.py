@@ -33,7 +33,15 @@ __all__ = [
 BIT_PARALLEL_MIN_GOLD = 2
 """Gold lengths from which the bit-parallel Levenshtein column is used (measured faster)."""
 STEP_TABLE_MAX = 1 << 16
-"""Steps of the bit-parallel column kept in its table at most (a few MB)."""
+"""Steps of the bit-parallel column kept in a table at most (a few MB)."""
+SHARED_STEPS_MAX_GOLD = 63
+"""Gold lengths up to which the step table is shared by every tracker (:data:`_SHARED_STEPS`)."""
+
+_SHARED_STEPS: dict[int, tuple[int, int]] = {}
+"""Steps of every tracker whose gold has at most :data:`SHARED_STEPS_MAX_GOLD` names: a step
+depends on the gold's length alone (the state, the mask, the length in the key), so a
+dataset's traces, each with its own gold, find most steps computed by those before them.
+At most :data:`STEP_TABLE_MAX` entries, one tracker's table's worth."""
 
 Segment = tuple[str, int]
 """An id log's file and its length in bytes when the segment was taken."""
@@ -90,8 +98,11 @@ class BitParallelDistance:
     Bit ``i`` of the vertical delta vectors stands for gold row ``i + 1``; a trace name costs a
     dozen integer operations however long the gold list is. The column's state (the two
     vectors) takes few values in practice, so each step is also kept in a table, keyed by
-    state and match mask: a trace name then costs one lookup. The table stops growing at
-    :data:`STEP_TABLE_MAX` entries; past that, every step is computed.
+    state, match mask and gold length: a trace name then costs one lookup. Golds of up to
+    :data:`SHARED_STEPS_MAX_GOLD` names share one table (the traces of a dataset, each with
+    its own gold, then find their steps computed); a longer gold has a table of its own. A
+    table stops growing at :data:`STEP_TABLE_MAX` entries; past that, a tracker computes
+    every step it does not find.
     """
 
     __slots__ = ("dist", "full", "m", "peq", "state", "table", "top")
@@ -107,8 +118,11 @@ class BitParallelDistance:
         self.top = 1 << (m - 1)
         self.state = self.full  # vp | vn << m, with vp = full and vn = 0
         self.dist = m
-        self.table: dict[int, tuple[int, int]] | None = {}
-        """(state << m | mask) -> (next state, change of the distance); None once full."""
+        self.table: dict[int, tuple[int, int]] | None = (
+            _SHARED_STEPS if m <= SHARED_STEPS_MAX_GOLD else {}
+        )
+        """((state << m | mask) << 6 | m % 64) -> (next state, change of the distance); None
+        once full."""
 
     def step(self, name: str) -> None:
         self.run([name])
@@ -136,20 +150,22 @@ class BitParallelDistance:
             self.state, self.dist = self._compute(self.state, self.dist, masks)
             return
         m = self.m
+        low = m & 63
         state = self.state
         dist = self.dist
         get = table.get
         masks = iter(masks)
         for mask in masks:
-            key = (state << m) | mask
+            key = (((state << m) | mask) << 6) | low
             known = get(key)
             if known is None:
-                known = table[key] = self._compute(state, 0, (mask,))
+                known = self._compute(state, 0, (mask,))
                 if len(table) >= STEP_TABLE_MAX:  # full: the rest by the bit operations
                     self.table = None
                     state, change = known
                     self.state, self.dist = self._compute(state, dist + change, masks)
                     return
+                table[key] = known
             state, change = known
             dist += change
         self.state = state
