@@ -32,10 +32,10 @@ from .inputs import Part
 from .records import TraceRecord, read_records, write_records
 from .worker import Config
 
-__all__ = ["Regroup", "gather"]
+__all__ = ["Regroup", "gather", "is_piece"]
 
 
-def _is_piece(record: TraceRecord) -> bool:
+def is_piece(record: TraceRecord) -> bool:
     """A record read from a multi-trace file (one of possibly several pieces)."""
     return bool(record.trace_id) and record.line is not None and record.source is not None
 
@@ -57,6 +57,7 @@ class Regroup:
                 if item.local is not None:
                     self._paths[item.url] = item.local
         self._db: sqlite3.Connection | None = None
+        self._index = os.path.join(work, "regroup.sqlite")
         self._spool: Any = None
         self._spool_url: str | None = None
         self._scattered: set[str] = set()
@@ -94,7 +95,7 @@ class Regroup:
         seen: dict[tuple[str, str], int] = {}
         pieces: dict[str, set[str]] = {}
         for record in records:
-            if not _is_piece(record):
+            if not is_piece(record):
                 continue
             assert record.source is not None
             key = (record.source, record.trace_id)
@@ -112,7 +113,7 @@ class Regroup:
         done: set[tuple[str, str]] = set()
         for record in records:
             key = (record.source or "", record.trace_id)
-            if _is_piece(record) and key in whole:
+            if is_piece(record) and key in whole:
                 if key not in done:
                     done.add(key)
                     out.append(_in_place_of(whole[key], record))
@@ -131,7 +132,7 @@ class Regroup:
         assert self._db is not None and self._spool is not None
         counts: dict[str, int] = {}
         for r in records:
-            if _is_piece(r):
+            if is_piece(r):
                 counts[r.trace_id] = counts.get(r.trace_id, 0) + 1
         self._scattered.update(t for t, n in counts.items() if n > 1)
         distinct = list(counts)
@@ -146,7 +147,7 @@ class Regroup:
 
     def _start(self, url: str, key: str | None) -> None:
         self._close_file()
-        self._db = sqlite3.connect(os.path.join(self.work, "regroup.sqlite"))
+        self._db = sqlite3.connect(self._index)
         self._db.execute("PRAGMA journal_mode=OFF")
         self._db.execute("PRAGMA synchronous=OFF")
         self._db.execute("DROP TABLE IF EXISTS ids")
@@ -172,7 +173,7 @@ class Regroup:
         for held in read_records(spool):  # (a range's records: one frame)
             batch: list[TraceRecord] = []
             for record in held:
-                if _is_piece(record) and record.trace_id in whole:
+                if is_piece(record) and record.trace_id in whole:
                     if record.trace_id in done:
                         continue
                     done.add(record.trace_id)
@@ -182,6 +183,14 @@ class Regroup:
             yield batch
         self.held = 0
         self._close_file()
+
+    def index(self) -> str | None:
+        """The SQLite file whose table ``ids`` holds the distinct ids of the held file's
+        pieces (committed, for another connection to read), or None when none is held."""
+        if self._db is None:
+            return None
+        self._db.commit()
+        return self._index
 
     def drop(self) -> None:
         """Forget the held records: they were taken as they came (no trace of the file came

@@ -26,7 +26,7 @@ from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids
 from .inputs import Part, gather_parts, list_inputs, plan_parts
 from .records import PassCriterion, TraceRecord, record_line
-from .regroup import Regroup
+from .regroup import Regroup, is_piece
 from .tally import MAX_LISTED, Tally
 from .worker import Config, PartResult, fewer_collections, range_lines
 
@@ -512,8 +512,9 @@ class _Seen:
         self.conn.execute("PRAGMA journal_mode=OFF")
         self.conn.execute("PRAGMA synchronous=OFF")
         self.conn.execute("CREATE TABLE seen (id TEXT PRIMARY KEY) WITHOUT ROWID")
-        self.conn.execute("CREATE TABLE held (id TEXT PRIMARY KEY) WITHOUT ROWID")
         self.by_base_name = by_base_name
+        self.used = False
+        """Whether an id was added (else no record can be a duplicate)."""
         if by_base_name:
             self.conn.execute("CREATE TABLE bases (id TEXT PRIMARY KEY) WITHOUT ROWID")
 
@@ -524,35 +525,44 @@ class _Seen:
                 [(base_name(r.trace_id),) for r in records if "/" in r.trace_id],
             )
 
-    def hold(self, records: list[TraceRecord]) -> list[TraceRecord]:
+    def held_duplicates(self, records: list[TraceRecord]) -> list[TraceRecord]:
         """For records taken provisionally (a cut file's, :mod:`.tally`): those whose id was
-        seen before the file. Their ids are kept apart until :meth:`commit_held` (or
-        :meth:`drop_held`). (An id that comes back within the file is a trace read as
-        pieces: the provisional tally is then dropped.)"""
-        ids = [r.trace_id for r in records if r.trace_id]
+        seen before the file. The file's own ids are not added until :meth:`add_held` (an id
+        that comes back within the file is a trace read as pieces: the provisional tally is
+        then dropped, and its records go through :meth:`add`)."""
         self._bases(records)
+        if not self.used:
+            return []
+        ids = [r.trace_id for r in records if r.trace_id]
         seen: set[str] = set()
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             marks = ",".join("?" * len(chunk))
             rows = self.conn.execute(f"SELECT id FROM seen WHERE id IN ({marks})", chunk)
             seen.update(trace_id for (trace_id,) in rows)
-        self.conn.executemany("INSERT OR IGNORE INTO held VALUES (?)", [(i,) for i in ids])
         return [r for r in records if r.trace_id in seen] if seen else []
 
-    def commit_held(self) -> None:
-        """The held ids are seen."""
-        self.conn.execute("INSERT OR IGNORE INTO seen SELECT id FROM held")
-        self.conn.execute("DELETE FROM held")
-
-    def drop_held(self) -> None:
-        """Forget the held ids (their records are taken again, through :meth:`add`)."""
-        self.conn.execute("DELETE FROM held")
+    def add_held(self, index: str | None, others: list[str]) -> None:
+        """The provisionally taken file's ids are seen: those of the table ``ids`` in the
+        SQLite file ``index`` (the regrouping's, :meth:`~.regroup.Regroup.index`), and
+        ``others``."""
+        self.conn.commit()
+        if index is not None:
+            self.conn.execute("ATTACH DATABASE ? AS held", (index,))
+            self.conn.execute("PRAGMA held.cache_size=-256")  # (read once, in order)
+            try:
+                self.conn.execute("INSERT OR IGNORE INTO seen SELECT id FROM held.ids")
+                self.conn.commit()
+            finally:
+                self.conn.execute("DETACH DATABASE held")
+        self.conn.executemany("INSERT OR IGNORE INTO seen VALUES (?)", [(i,) for i in others])
+        self.used = True
 
     def add(self, records: list[TraceRecord]) -> list[TraceRecord]:
         """Records whose id was seen before (in this batch or an earlier one)."""
         ids = [(r.trace_id,) for r in records if r.trace_id]
         self._bases(records)
+        self.used = self.used or bool(ids)
         self.conn.commit()  # a rollback below must undo this batch only
         before = self.conn.total_changes
         self.conn.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ids)
@@ -649,6 +659,8 @@ def _drive(
     done_bytes = 0
     early: Tally | None = None
     """The provisional tally of the cut file held now (:mod:`.tally`)."""
+    early_ids: list[str] = []
+    """The ids of its records that are not pieces of a trace (none the regrouping indexes)."""
     can_early = on_record is None and (writer is None or not writer.parquet)
     """(a record handed on, or a Parquet row, cannot be taken back)"""
     total_bytes = sum(part.size for part in parts)
@@ -702,7 +714,8 @@ def _drive(
                 continue
             if early is None:
                 early = Tally(work, ".held")
-            duplicated(seen.hold(records))
+            duplicated(seen.held_duplicates(records))
+            early_ids.extend(r.trace_id for r in records if r.trace_id and not is_piece(r))
             for r in records:
                 r.ci = None
             early.take(records)
@@ -712,17 +725,17 @@ def _drive(
     def settle() -> None:
         nonlocal early
         if early is not None and not regroup.scattered and not early.agg.capped:
-            seen.commit_held()
+            seen.add_held(regroup.index(), early_ids)
             tally.absorb(early, [writer.file] if writer is not None and writer.file else [])
             regroup.drop()
         else:
             if early is not None:
                 early.discard()
-                seen.drop_held()
             for batch in regroup.release():
                 mark_duplicates(batch)
                 take(batch)
         early = None
+        early_ids.clear()
 
     scattered: dict[str, list[tuple[Part, str, list[int], int]]] = {}
     """Per file whose lines interleave: its scatter ranges' files (``Part.scatter``)."""
@@ -830,7 +843,6 @@ def _drive(
                 os.unlink(path)
         if early is not None:  # (a cut file whose last range never came back)
             early.discard()
-            seen.drop_held()
             early = None
         for batch in regroup.close():
             mark_duplicates(batch)
