@@ -19,8 +19,9 @@ from toolscore.dataset.records import TraceRecord
 
 @pytest.fixture(scope="module")
 def two_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A directory of two multi-trace files, the second one (about 250 KB) cut into byte
-    ranges; it holds a trace id the first holds too (a duplicate: an error record)."""
+    """A directory of three multi-trace files: a small one, read whole; a large one (about
+    7 MB, cut into byte ranges) holding one of its trace ids again; and a small one holding
+    one of the large one's ids again (duplicates: error records)."""
     base = tmp_path_factory.mktemp("tally")
     generated = base / "generated.jsonl"
     gold = base / "gold.jsonl"
@@ -33,13 +34,16 @@ def two_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             i += 1
         return i
 
-    cut = boundary(len(lines) // 8)
+    def trace(i: int) -> list[bytes]:
+        return [line for line, trace_id in zip(lines, ids, strict=True) if trace_id == ids[i]]
+
+    cut = boundary(40)
     middle = boundary(len(lines) // 2)
-    copied = [line for line, trace_id in zip(lines, ids, strict=True) if trace_id == ids[0]]
     traces = base / "traces"
     traces.mkdir()
     (traces / "a.jsonl").write_bytes(b"".join(lines[:cut]))
-    (traces / "b.jsonl").write_bytes(b"".join([*lines[cut:middle], *copied, *lines[middle:]]))
+    (traces / "b.jsonl").write_bytes(b"".join([*lines[cut:middle], *trace(0), *lines[middle:]]))
+    (traces / "c.jsonl").write_bytes(b"".join(trace(middle)))
     return gold, traces
 
 
@@ -76,10 +80,10 @@ def test_a_cut_file_gives_what_taking_its_records_one_by_one_gives(
     early = _run(gold, traces, tmp_path, "early", **options)
     one_by_one = _run(gold, traces, tmp_path, "one", on_record=_handed_on(seen), **options)
     assert early == one_by_one
-    assert early["summary"]["traces"] == 1201
+    assert early["summary"]["traces"] == 1202
     duplicates = [r for r in early["records"] if r.error and "already read earlier" in r.error]
-    assert len(duplicates) == 1 and duplicates[0].source.endswith("b.jsonl")
-    assert early["summary"]["statuses"]["error"] == 1
+    assert [Path(r.source).name for r in duplicates] == ["b.jsonl", "c.jsonl"]
+    assert early["summary"]["statuses"]["error"] == 2
     assert [r.trace_id for r in seen] == [r.trace_id for r in early["records"]]
 
 

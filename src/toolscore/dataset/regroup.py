@@ -32,10 +32,10 @@ from .inputs import Part
 from .records import TraceRecord, read_records, write_records
 from .worker import Config
 
-__all__ = ["Regroup", "gather", "is_piece"]
+__all__ = ["Regroup", "gather"]
 
 
-def is_piece(record: TraceRecord) -> bool:
+def _is_piece(record: TraceRecord) -> bool:
     """A record read from a multi-trace file (one of possibly several pieces)."""
     return bool(record.trace_id) and record.line is not None and record.source is not None
 
@@ -95,7 +95,7 @@ class Regroup:
         seen: dict[tuple[str, str], int] = {}
         pieces: dict[str, set[str]] = {}
         for record in records:
-            if not is_piece(record):
+            if not _is_piece(record):
                 continue
             assert record.source is not None
             key = (record.source, record.trace_id)
@@ -113,7 +113,7 @@ class Regroup:
         done: set[tuple[str, str]] = set()
         for record in records:
             key = (record.source or "", record.trace_id)
-            if is_piece(record) and key in whole:
+            if _is_piece(record) and key in whole:
                 if key not in done:
                     done.add(key)
                     out.append(_in_place_of(whole[key], record))
@@ -132,7 +132,7 @@ class Regroup:
         assert self._db is not None and self._spool is not None
         counts: dict[str, int] = {}
         for r in records:
-            if is_piece(r):
+            if _is_piece(r):
                 counts[r.trace_id] = counts.get(r.trace_id, 0) + 1
         self._scattered.update(t for t, n in counts.items() if n > 1)
         distinct = list(counts)
@@ -173,7 +173,7 @@ class Regroup:
         for held in read_records(spool):  # (a range's records: one frame)
             batch: list[TraceRecord] = []
             for record in held:
-                if is_piece(record) and record.trace_id in whole:
+                if _is_piece(record) and record.trace_id in whole:
                     if record.trace_id in done:
                         continue
                     done.add(record.trace_id)

@@ -26,7 +26,7 @@ from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids
 from .inputs import Part, gather_parts, list_inputs, plan_parts
 from .records import PassCriterion, TraceRecord, record_line
-from .regroup import Regroup, is_piece
+from .regroup import Regroup
 from .tally import MAX_LISTED, Tally
 from .worker import Config, PartResult, fewer_collections, range_lines
 
@@ -542,10 +542,10 @@ class _Seen:
             seen.update(trace_id for (trace_id,) in rows)
         return [r for r in records if r.trace_id in seen] if seen else []
 
-    def add_held(self, index: str | None, others: list[str]) -> None:
-        """The provisionally taken file's ids are seen: those of the table ``ids`` in the
-        SQLite file ``index`` (the regrouping's, :meth:`~.regroup.Regroup.index`), and
-        ``others``."""
+    def add_held(self, index: str | None) -> None:
+        """The provisionally taken file's ids are seen: the table ``ids`` of the SQLite file
+        ``index``, the regrouping's (:meth:`~.regroup.Regroup.index`), which holds every one:
+        each record of a byte range with a trace id is a piece (it has its line)."""
         self.conn.commit()
         if index is not None:
             self.conn.execute("ATTACH DATABASE ? AS held", (index,))
@@ -555,7 +555,6 @@ class _Seen:
                 self.conn.commit()
             finally:
                 self.conn.execute("DETACH DATABASE held")
-        self.conn.executemany("INSERT OR IGNORE INTO seen VALUES (?)", [(i,) for i in others])
         self.used = True
 
     def add(self, records: list[TraceRecord]) -> list[TraceRecord]:
@@ -659,8 +658,6 @@ def _drive(
     done_bytes = 0
     early: Tally | None = None
     """The provisional tally of the cut file held now (:mod:`.tally`)."""
-    early_ids: list[str] = []
-    """The ids of its records that are not pieces of a trace (none the regrouping indexes)."""
     can_early = on_record is None and (writer is None or not writer.parquet)
     """(a record handed on, or a Parquet row, cannot be taken back)"""
     total_bytes = sum(part.size for part in parts)
@@ -715,7 +712,6 @@ def _drive(
             if early is None:
                 early = Tally(work, ".held")
             duplicated(seen.held_duplicates(records))
-            early_ids.extend(r.trace_id for r in records if r.trace_id and not is_piece(r))
             for r in records:
                 r.ci = None
             early.take(records)
@@ -725,7 +721,7 @@ def _drive(
     def settle() -> None:
         nonlocal early
         if early is not None and not regroup.scattered and not early.agg.capped:
-            seen.add_held(regroup.index(), early_ids)
+            seen.add_held(regroup.index())
             tally.absorb(early, [writer.file] if writer is not None and writer.file else [])
             regroup.drop()
         else:
@@ -735,7 +731,6 @@ def _drive(
                 mark_duplicates(batch)
                 take(batch)
         early = None
-        early_ids.clear()
 
     scattered: dict[str, list[tuple[Part, str, list[int], int]]] = {}
     """Per file whose lines interleave: its scatter ranges' files (``Part.scatter``)."""
