@@ -700,14 +700,14 @@ def test_otlp_export_one_trace_per_trace_id(
 
     writes: list[int] = []
     if spool is not None:
-        write = worker.Records.spill
+        write = worker.write_records
 
-        def spill(self: Any) -> None:
-            writes.append(1)
-            write(self)
+        def spooled(f: Any, records: list[Any]) -> None:
+            writes.append(len(records))
+            write(f, records)
 
         monkeypatch.setattr(worker, "SPOOL_RECORDS", spool)
-        monkeypatch.setattr(worker.Records, "spill", spill)
+        monkeypatch.setattr(worker, "write_records", spooled)
 
     def span(trace: str, name: str, i: int) -> dict[str, Any]:
         return {
@@ -733,7 +733,7 @@ def test_otlp_export_one_trace_per_trace_id(
     records = {r.trace_id: r for r in result}
     assert set(records) == {"aa" * 16, "bb" * 16, *(f"{i:032x}" for i in range(5))}
     assert records["aa" * 16].calls == 2 and records["bb" * 16].calls == 1
-    assert writes == ([] if spool is None else [1])
+    assert writes == ([] if spool is None else [2, 2, 2])  # (the seventh stays in memory)
     assert records["aa" * 16].score == pytest.approx(
         evaluate(
             [{"tool": "search"}, {"tool": "book"}], [{"tool": "search"}, {"tool": "book"}]
