@@ -93,14 +93,14 @@ def unpack_records(data: bytes) -> list[TraceRecord]:
 
 def write_records(f: IO[bytes], records: list[TraceRecord]) -> None:
     """Append records to a spool file as one frame (its length, then :func:`pack_records`)."""
-    data = _PACK.encode(records)
+    data = pack_records(records)
     f.write(len(data).to_bytes(8, "little") + data)
 
 
 def read_records(f: IO[bytes]) -> Iterator[list[TraceRecord]]:
     """The frames of a spool file from where ``f`` is, one list of records each."""
     while size := int.from_bytes(f.read(8), "little"):
-        yield _UNPACK.decode(f.read(size))
+        yield unpack_records(f.read(size))
 
 
 def record_line(record: TraceRecord) -> bytes:

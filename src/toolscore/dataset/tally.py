@@ -10,11 +10,16 @@ only then, by the driver alone, after the workers have finished: on the 100k-tra
 about two seconds in which nothing else ran. Instead the driver takes each range's records as
 it comes into a provisional tally of its own (its files beside the main ones): when the file
 turns out to have no scattered trace, the usual case, the main tally absorbs it (a merge and
-a few file appends); otherwise it is dropped and the held records are taken as before.
+a few file appends); otherwise it is dropped and the held records are taken as before. So is
+a tally whose aggregate counted tools past its cap together (merged, it would count under
+``(other tools)`` what one by one is counted by name). A run that hands each record on
+(``on_record``) or writes Parquet rows takes the held records after the last range: those
+cannot be taken back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Sequence
@@ -83,7 +88,8 @@ class Tally:
         self.scores.close()
 
     def discard(self) -> None:
-        """Close the tally and remove its files."""
+        """Close the tally and remove its files (those still there)."""
         self.close()
         for path in (self.spool_path, self.scores.path, *self.tasks.paths):
-            os.unlink(path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
