@@ -41,8 +41,10 @@ def _is_piece(record: TraceRecord) -> bool:
 
 
 class Regroup:
-    """See the module docstring. ``feed`` each part's records (shifted to file lines) in part
-    order, take the batches it yields; :meth:`close` at the end."""
+    """See the module docstring. In part order, with records shifted to file lines: a part of
+    whole files gives its records to :meth:`whole`; a byte range of a cut file (:meth:`holds`
+    it) to :meth:`hold`; after the file's :meth:`last` range, :meth:`release` gives the held
+    records back (or :meth:`drop` forgets them, when they were taken as they came)."""
 
     def __init__(self, parts: list[Part], cfg: Config, work: str) -> None:
         self.cfg = cfg
@@ -69,15 +71,6 @@ class Regroup:
 
     # -- parts of whole files --------------------------------------------------------------
 
-    def feed(self, part: Part, records: list[TraceRecord]) -> Iterator[list[TraceRecord]]:
-        """The records ready to be taken, in batches (none while a cut file is held)."""
-        if not self.holds(part):
-            yield self._whole(records)
-            return
-        self.hold(part, records)
-        if self.last(part):
-            yield from self.release()
-
     def holds(self, part: Part) -> bool:
         """Whether ``part`` is a byte range of a cut file, whose records are held."""
         return part.end is not None and part.inputs[0].url in self._last
@@ -91,7 +84,9 @@ class Regroup:
         """Whether a trace of the file held now came as pieces so far."""
         return bool(self._scattered)
 
-    def _whole(self, records: list[TraceRecord]) -> list[TraceRecord]:
+    def whole(self, records: list[TraceRecord]) -> list[TraceRecord]:
+        """A part of whole files' records, each trace of one file read as pieces scored
+        whole, in its first piece's place."""
         seen: dict[tuple[str, str], int] = {}
         pieces: dict[str, set[str]] = {}
         for record in records:
@@ -207,11 +202,6 @@ class Regroup:
             self._db.close()
             self._db = None
         self._spool_url = None
-
-    def close(self) -> Iterator[list[TraceRecord]]:
-        """Release what is still held (a cut file whose last range never came back)."""
-        if self._spool is not None:
-            yield from self.release()
 
 
 def _in_place_of(whole: TraceRecord, first: TraceRecord) -> TraceRecord:

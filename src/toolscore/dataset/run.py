@@ -787,9 +787,9 @@ def _drive(
             for records in outcome.batches():
                 if spans:  # (a line's error is reported once)
                     records = [r for r in records if r.trace_id or not _within(r.offset, spans)]
-                for batch in regroup.feed(part, records):
-                    mark_duplicates(batch)
-                    take(batch)
+                batch = regroup.whole(records)
+                mark_duplicates(batch)
+                take(batch)
         done_bytes += outcome.bytes_read + share.pop(part.index, 0)
         if on_progress is not None:
             held = tally.count + regroup.held
@@ -836,12 +836,6 @@ def _drive(
         for ranges in scattered.values():
             for _, path, _, _ in ranges:
                 os.unlink(path)
-        if early is not None:  # (a cut file whose last range never came back)
-            early.discard()
-            early = None
-        for batch in regroup.close():
-            mark_duplicates(batch)
-            take(batch)
         no_trace: list[TraceRecord] = []
         for gold_id in seen.missing(spec):
             if len(missing_trace) < MAX_LISTED:
