@@ -25,7 +25,7 @@ from .aggregate import Aggregate, TaskOutcome, overall_pass
 from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids
 from .inputs import Part, gather_parts, list_inputs, plan_parts
-from .records import PassCriterion, TraceRecord, record_line
+from .records import PassCriterion, TraceRecord
 from .regroup import Regroup
 from .tally import MAX_LISTED, Tally
 from .worker import Config, PartResult, fewer_collections, range_lines
@@ -414,9 +414,10 @@ class _Writer:
         """The JSON Lines file written (None for Parquet)."""
         return self._f
 
-    def write(self, records: list[TraceRecord]) -> None:
+    def write(self, records: list[TraceRecord], lines: bytes) -> None:
+        """Write the records (``lines``: their JSON lines, as the run's spool has them)."""
         if self._f is not None:
-            self._f.write(b"".join(record_line(r) for r in records))
+            self._f.write(lines)
             self._f.flush()
             return
         for r in records:
@@ -675,9 +676,9 @@ def _drive(
             if on_record is not None:
                 on_record(r)
             r.ci = None
-        tally.take(records)
+        lines = tally.take(records)
         if writer is not None:
-            writer.write(records)
+            writer.write(records, lines)
 
     regroup = Regroup(parts, cfg, work)
 

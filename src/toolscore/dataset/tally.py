@@ -48,8 +48,8 @@ class Tally:
         self.missing_gold: list[str] = []
         self.count = 0
 
-    def take(self, records: list[TraceRecord]) -> None:
-        """Add the records in and write their lines to the spool."""
+    def take(self, records: list[TraceRecord]) -> bytes:
+        """Add the records in and write their lines to the spool; returns the lines."""
         agg, scores, tasks = self.agg, self.scores, self.tasks
         errors, missing_gold = self.errors, self.missing_gold
         for r in records:
@@ -62,8 +62,10 @@ class Tally:
                 errors.append(r)
             if r.status == "no_gold" and len(missing_gold) < MAX_LISTED:
                 missing_gold.append(r.trace_id)
-        self.spool.write(b"".join(map(record_line, records)))
+        lines = b"".join(map(record_line, records))
+        self.spool.write(lines)
         self.count += len(records)
+        return lines
 
     def absorb(self, later: Tally, copies: Sequence[IO[bytes]] = ()) -> None:
         """Take in ``later``'s records, as if they had been taken here one by one after the
