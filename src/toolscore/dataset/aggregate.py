@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import compress, repeat
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -45,6 +45,7 @@ __all__ = [
     "TaskSpill",
     "pass_at_k",
     "pass_hat_k",
+    "pour",
 ]
 
 HIST_BINS = 20
@@ -56,6 +57,16 @@ WORST = 10
 MAX_TOOLS = 10_000
 """Tools tracked by name; past that, further tools are counted under :data:`OTHER_TOOLS`."""
 OTHER_TOOLS = "(other tools)"
+
+
+def pour(path: str, *targets: IO[bytes]) -> None:
+    """Append the file at ``path`` to each of ``targets``, then remove it (a spill absorbed
+    into another)."""
+    with open(path, "rb") as f:
+        for target in targets:
+            f.seek(0)
+            shutil.copyfileobj(f, target)
+    os.unlink(path)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -285,9 +296,7 @@ class ScoreSpill:
         """Append ``later``'s scores (it is closed and its file removed)."""
         later.close()
         self._flush()
-        with open(later.path, "rb") as f:
-            shutil.copyfileobj(f, self._file)
-        os.unlink(later.path)
+        pour(later.path, self._file)
         self.count += later.count
 
     def _chunks(self) -> Iterator[array.array[float]]:
@@ -403,9 +412,7 @@ class TaskSpill:
         removed)."""
         later.close()
         for mine, path in zip(self._files, later.paths, strict=True):
-            with open(path, "rb") as f:
-                shutil.copyfileobj(f, mine)
-            os.unlink(path)
+            pour(path, mine)
 
     def outcomes(self) -> Iterator[TaskOutcome]:
         """Every task's outcome, sorted by task within each partition; also fills

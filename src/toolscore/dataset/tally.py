@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Sequence
 from typing import IO
 
-from .aggregate import Aggregate, ScoreSpill, TaskSpill
+from .aggregate import Aggregate, ScoreSpill, TaskSpill, pour
 from .records import TraceRecord, record_line
 
 __all__ = ["MAX_LISTED", "Tally"]
@@ -77,11 +76,7 @@ class Tally:
         self.errors += later.errors[: MAX_LISTED - len(self.errors)]
         self.missing_gold += later.missing_gold[: MAX_LISTED - len(self.missing_gold)]
         later.spool.close()
-        with open(later.spool_path, "rb") as f:
-            for target in (self.spool, *copies):
-                f.seek(0)
-                shutil.copyfileobj(f, target)
-        os.unlink(later.spool_path)
+        pour(later.spool_path, self.spool, *copies)
         self.count += later.count
 
     def close(self) -> None:
