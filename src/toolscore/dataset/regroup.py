@@ -32,7 +32,18 @@ from .inputs import Part
 from .records import TraceRecord, read_records, write_records
 from .worker import Config
 
-__all__ = ["Regroup", "gather"]
+__all__ = ["Regroup", "gather", "ids_in"]
+
+
+def ids_in(db: sqlite3.Connection, table: str, ids: list[str]) -> set[str]:
+    """Those of ``ids`` that the ``id`` column of ``table`` holds (asked 500 at a time)."""
+    found: set[str] = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = db.execute(f"SELECT id FROM {table} WHERE id IN ({marks})", chunk)
+        found.update(trace_id for (trace_id,) in rows)
+    return found
 
 
 def _is_piece(record: TraceRecord) -> bool:
@@ -131,11 +142,7 @@ class Regroup:
                 counts[r.trace_id] = counts.get(r.trace_id, 0) + 1
         self._scattered.update(t for t, n in counts.items() if n > 1)
         distinct = list(counts)
-        for i in range(0, len(distinct), 500):  # ids read by an earlier range
-            chunk = distinct[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT id FROM ids WHERE id IN ({marks})", chunk)
-            self._scattered.update(trace_id for (trace_id,) in rows)
+        self._scattered |= ids_in(self._db, "ids", distinct)  # read by an earlier range
         self._db.executemany("INSERT OR IGNORE INTO ids VALUES (?)", [(t,) for t in distinct])
         write_records(self._spool, records)
         self.held += len(records)

@@ -26,7 +26,7 @@ from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids
 from .inputs import Part, gather_parts, list_inputs, plan_parts
 from .records import PassCriterion, TraceRecord
-from .regroup import Regroup
+from .regroup import Regroup, ids_in
 from .tally import MAX_LISTED, Tally
 from .worker import Config, PartResult, fewer_collections, range_lines
 
@@ -534,13 +534,7 @@ class _Seen:
         self._bases(records)
         if not self.used:
             return []
-        ids = [r.trace_id for r in records if r.trace_id]
-        seen: set[str] = set()
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self.conn.execute(f"SELECT id FROM seen WHERE id IN ({marks})", chunk)
-            seen.update(trace_id for (trace_id,) in rows)
+        seen = ids_in(self.conn, "seen", [r.trace_id for r in records if r.trace_id])
         return [r for r in records if r.trace_id in seen] if seen else []
 
     def add_held(self, index: str | None) -> None:
