@@ -189,16 +189,31 @@ def _row_weights(
 ) -> list[int]:
     """:func:`call_weights` a call at a time (what :func:`key_hits` tells, value by value:
     lenient, a value of the gold's type equal to it matches before any other comparison)."""
-    lenient = not strict
     out: list[int] = []
+    if strict:
+        for d in dicts:
+            w = 0
+            for key, expected in items:
+                v = d.get(key, MISSING)
+                if v is not MISSING and compare_values(expected, v, True):
+                    w += 1
+            out.append(w)
+        return out
     for d in dicts:
         w = 0
         for key, expected in items:
             v = d.get(key, MISSING)
-            if v is not MISSING and (
-                (lenient and v.__class__ is expected.__class__ and expected == v)
-                or compare_values(expected, v, strict)
-            ):
+            if v is MISSING:
+                continue
+            if v.__class__ is expected.__class__:
+                if expected == v:
+                    w += 1
+                    continue
+                if v.__class__ is str:  # compare_values' rule for two strings, inline
+                    if expected.strip() == v.strip():
+                        w += 1
+                    continue
+            if compare_values(expected, v):
                 w += 1
         out.append(w)
     return out
