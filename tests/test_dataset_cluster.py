@@ -111,7 +111,7 @@ def test_dask_cluster_equals_the_pool(dataset: tuple[Path, Path], client: Any) -
     assert reference[1]["traces"] == 160
     assert _plain(on_dask) == reference
     assert _plain(by_address) == reference
-    assert on_dask.aggregate.score_sum.partials == pool.aggregate.score_sum.partials
+    assert on_dask.aggregate.score_sum.total() == pool.aggregate.score_sum.total()
 
 
 def test_a_local_cluster_unpacks_and_scatters_as_the_pool_does(

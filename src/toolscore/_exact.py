@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["ExactSum"]
+__all__ = ["SUM_CHUNK", "ExactAdder", "ExactSum"]
 
 _FLOAT = {float}
 
@@ -109,6 +109,53 @@ class ExactSum:
 
 
 _ZERO = ExactSum()
+
+SUM_CHUNK = 1024
+"""Values an :class:`ExactAdder` holds before it takes them into its exact sum (references to
+1,024 numbers, some 32 KB with the floats kept alive)."""
+
+
+class ExactAdder:
+    """An exact running sum of numbers given one or a batch at a time: they wait in a list and
+    are taken into an :class:`ExactSum` :data:`SUM_CHUNK` at a time (the same sum, since it is
+    exact), so that its fixed cost is not paid per value. Adders merge in any order."""
+
+    __slots__ = ("_pending", "_total")
+
+    def __init__(self) -> None:
+        self._pending: list[float] = []
+        self._total = _ZERO
+
+    def add(self, value: float) -> None:
+        pending = self._pending
+        pending.append(value)
+        if len(pending) >= SUM_CHUNK:
+            self.total()
+
+    def extend(self, values: list[float]) -> None:
+        pending = self._pending
+        pending += values
+        if len(pending) >= SUM_CHUNK:
+            self.total()
+
+    def merge(self, other: ExactAdder) -> None:
+        """Add ``other``'s sum in."""
+        self._total = self.total() + other.total()
+
+    def total(self) -> ExactSum:
+        """The exact sum of every number added."""
+        if self._pending:
+            self._total = self._total + ExactSum.of(self._pending)
+            self._pending = []
+        return self._total
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExactAdder) and self.total() == other.total()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ExactAdder({self.total()!r})"
 
 
 def _of_floats(floats: list[float], integers: int) -> ExactSum:

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._exact import ExactAdder
 from .errors import InputError
 
 __all__ = [
@@ -211,7 +212,7 @@ class AggregateBuilder:
         self.done = 0
         self.total = 0
         self.findings: dict[str, int] = {}
-        self._partials: list[float] = []  # an exact running sum (Shewchuk), as math.fsum
+        self._sum = ExactAdder()
         self._scored = 0
         self._min: float | None = None
 
@@ -224,18 +225,7 @@ class AggregateBuilder:
         if math.isfinite(score):
             self._scored += 1
             self._min = score if self._min is None else min(self._min, score)
-            x = score
-            i = 0
-            for y in self._partials:
-                if abs(x) < abs(y):
-                    x, y = y, x
-                hi = x + y
-                lo = y - (hi - x)
-                if lo:
-                    self._partials[i] = lo
-                    i += 1
-                x = hi
-            self._partials[i:] = [x]
+            self._sum.add(score)
         if summary.required is not None:
             self.done += summary.required[0]
             self.total += summary.required[1]
@@ -247,7 +237,7 @@ class AggregateBuilder:
         return {
             "findings": dict(sorted(self.findings.items())),
             "incomplete": self.incomplete,
-            "mean_score": math.fsum(self._partials) / self._scored if self._scored else None,
+            "mean_score": self._sum.total().value() / self._scored if self._scored else None,
             "min_score": self._min,
             "required": [self.done, self.total],
             "traces": self.traces,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolscore.checks.expected import state as state_mod
+from toolscore import _exact
 from toolscore.checks.expected.state import Stats, StatsAdder
 
 _NUMBER = st.one_of(
@@ -26,7 +26,7 @@ def test_adder_equals_the_merged_stats_of_each_batch(
     for values in batches:
         expected = expected.merge(Stats.of(values))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(state_mod, "SUM_CHUNK", chunk)  # sums taken a few values at a time too
+        mp.setattr(_exact, "SUM_CHUNK", chunk)  # sums taken a few values at a time too
         adder = StatsAdder()
         for values in batches:
             adder.add(values)

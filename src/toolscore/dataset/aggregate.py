@@ -1,9 +1,10 @@
 """The dataset aggregate: a small, mergeable state built from per-trace records.
 
-Everything here merges exactly and in any order: sums are kept as Shewchuk partials (exact
-float sums), counts as integers, examples and worst traces as the k smallest by a total order
-(the trace's place in the dataset), so one process, a pool or a Dask cluster give the same
-bits. Two things grow with the number of traces and so live on disk, not in the state:
+Everything here merges exactly and in any order: the score sum is exact
+(:class:`~toolscore._exact.ExactAdder`), counts are integers, examples and worst traces the k
+smallest by a total order (the trace's place in the dataset), so one process, a pool or a
+Dask cluster give the same bits. Two things grow with the number of traces and so live on
+disk, not in the state:
 
 * the scores, for the exact median and p10 (:class:`ScoreSpill`: 8 bytes a trace, read back
   in two bounded passes: a histogram finds the bin of the wanted rank, then only that bin's
@@ -35,11 +36,11 @@ from typing import IO, Any
 
 import orjson
 
+from .._exact import ExactAdder
 from .records import TraceRecord
 
 __all__ = [
     "Aggregate",
-    "ExactSum",
     "ScoreSpill",
     "TaskOutcome",
     "TaskSpill",
@@ -85,37 +86,6 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
-class ExactSum:
-    """An exact float sum (Shewchuk's partials, as :func:`math.fsum`), mergeable in any order."""
-
-    __slots__ = ("partials",)
-
-    def __init__(self, partials: list[float] | None = None) -> None:
-        self.partials: list[float] = partials or []
-
-    def add(self, x: float) -> None:
-        partials = self.partials
-        i = 0
-        for y in partials:
-            if abs(x) < abs(y):
-                x, y = y, x
-            hi = x + y
-            lo = y - (hi - x)
-            if lo:
-                partials[i] = lo
-                i += 1
-            x = hi
-        partials[i:] = [x]
-
-    def merge(self, other: ExactSum) -> None:
-        for x in other.partials:
-            self.add(x)
-
-    @property
-    def value(self) -> float:
-        return math.fsum(self.partials)
-
-
 @dataclass
 class Aggregate:
     """What a dataset run adds up, as a mergeable state (``add`` a record, ``merge`` another)."""
@@ -124,7 +94,7 @@ class Aggregate:
     """Records of traces read (every status but ``no_trace``)."""
     statuses: Counter[str] = field(default_factory=Counter)
     scored: int = 0
-    score_sum: ExactSum = field(default_factory=ExactSum)
+    score_sum: ExactAdder = field(default_factory=ExactAdder)
     score_min: float = math.inf
     score_max: float = -math.inf
     histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
@@ -242,7 +212,7 @@ class Aggregate:
 
     @property
     def mean(self) -> float | None:
-        return self.score_sum.value / self.scored if self.scored else None
+        return self.score_sum.total().value() / self.scored if self.scored else None
 
     @property
     def pass_rate(self) -> float | None:

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..._exact import SUM_CHUNK
 from ...calls import Batch, Finding, ToolCall
 from ...columns import Columns
 from .._base import BaseCheck
@@ -18,7 +19,7 @@ from .approx import ApproxRecorder
 from .gold_order import neg_weight
 from .pairing import NO_ARGS, Candidate, arg_count, call_weights
 from .sequence import IdLog, distance_tracker
-from .state import SUM_CHUNK, ExpectedPlan, ExpectedState, StatsAdder, step_detail
+from .state import ExpectedPlan, ExpectedState, StatsAdder, step_detail
 
 __all__ = ["ExpectedCheck", "expected_check"]
 

@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Any
 
 from ... import limits
-from ..._exact import ExactSum
+from ..._exact import ExactAdder, ExactSum
 from ...calls import ToolCall
 from .._base import State
 from .approx import ApproxIndex, ApproxLog, pair_approx
@@ -118,22 +118,14 @@ class Stats:
         )
 
 
-SUM_CHUNK = 1024
-"""Values an adder holds before it adds them to its exact sum (references to 1,024 floats,
-some 32 KB with the floats kept alive)."""
-
-
 class StatsAdder:
     """:class:`Stats` of values given a batch at a time, as merging each batch's
-    :meth:`Stats.of` in gives them; the exact sum is taken :data:`SUM_CHUNK` values at a
-    time instead of a batch at a time (the same sum: it is exact), so that its fixed cost
-    is not paid per batch, nor per tool of a batch."""
+    :meth:`Stats.of` in gives them (the sum by an :class:`~toolscore._exact.ExactAdder`)."""
 
-    __slots__ = ("_pending", "_total", "count", "max", "min")
+    __slots__ = ("_sum", "count", "max", "min")
 
     def __init__(self) -> None:
-        self._pending: list[float] = []
-        self._total = ExactSum()
+        self._sum = ExactAdder()
         self.count = 0
         self.max = 0.0
         self.min = 0.0
@@ -145,20 +137,11 @@ class StatsAdder:
             top, bottom = max(self.max, top), min(self.min, bottom)
         self.max, self.min = top, bottom
         self.count += len(values)
-        pending = self._pending
-        pending += values
-        if len(pending) >= SUM_CHUNK:
-            self._fold()
-
-    def _fold(self) -> None:
-        if self._pending:
-            self._total = self._total + ExactSum.of(self._pending)
-            self._pending = []
+        self._sum.extend(values)
 
     def total(self) -> ExactSum:
         """The exact sum of every value added."""
-        self._fold()
-        return self._total
+        return self._sum.total()
 
     def stats(self) -> Stats:
         """The values' :class:`Stats`."""
