@@ -239,9 +239,13 @@ _LOOP = r"""
 import json, resource, sys, time
 from collections import defaultdict
 import orjson
-from toolscore import evaluate
 def main():
     gold_path, traces = sys.argv[1], sys.argv[2]
+    if len(sys.argv) > 3:  # the timing model of Toolscore 1.10 (benchmarks/toolscore110.py)
+        sys.path.insert(0, sys.argv[3])
+        from toolscore110 import evaluate
+    else:
+        from toolscore import evaluate
     t = time.perf_counter()
     gold = {}
     with open(gold_path, "rb") as f:
@@ -267,6 +271,8 @@ if __name__ == "__main__":
 """
 
 
+LOOPS = ("loop", "before", "model")
+"""The ``evaluate()`` loops (baselines, not dataset runs)."""
 ISSUE_110_RATE = 810.0
 """Toolscore 1.10's ``evaluate()`` loop on tau-bench, traces/s (issue 12)."""
 ISSUE_BEFORE_RATE = 680.0
@@ -328,11 +334,30 @@ def _print_proxy(count: int, results: dict[str, dict[str, Any]]) -> None:
         f"(the before loop's mean score: {before['mean']:.9f}) -->"
     )
     for name, r in results.items():
-        if name == "before":
+        if name in LOOPS:
             continue
         print(
             f"<!-- {count:,} traces: {name}: {r['traces'] / r['wall'] / proxy_wall:.2f}x the "
             f"1.10 proxy (wall), {r['traces'] / r['cpu'] / proxy_cpu:.2f}x (per CPU s) -->"
+        )
+
+
+def _print_model(count: int, results: dict[str, dict[str, Any]]) -> None:
+    """Each run's multiple of the 1.10 timing model's loop (a second estimate of the issue's
+    baseline, from the reference's algorithms rather than from c115bff's speed)."""
+    model = results["model"]
+    wall = model["traces"] / model["wall"]
+    cpu = model["traces"] / model["cpu"]
+    print(
+        f"<!-- {count:,} traces: Toolscore 1.10 model's loop: {wall:,.0f} traces/s, "
+        f"{cpu:,.0f} traces/CPU s (its mean score: {model['mean']:.9f}) -->"
+    )
+    for name, r in results.items():
+        if name in LOOPS:
+            continue
+        print(
+            f"<!-- {count:,} traces: {name}: {r['traces'] / r['wall'] / wall:.2f}x the 1.10 "
+            f"model's loop (wall), {r['traces'] / r['cpu'] / cpu:.2f}x (per CPU s) -->"
         )
 
 
@@ -346,6 +371,12 @@ def main() -> None:
         "--loop-python",
         default=None,
         help="with --loop: also run the loop under this interpreter (the 1.10 proxy's base)",
+    )
+    parser.add_argument(
+        "--model-110",
+        action="store_true",
+        help="also time the loop over benchmarks/toolscore110.py, a timing model of Toolscore "
+        "1.10's evaluate() (needs the bench extra: Levenshtein)",
     )
     parser.add_argument(
         "--shapes",
@@ -369,11 +400,16 @@ def main() -> None:
             generate(traces, gold, count, seed=args.seed)
         mb = traces.stat().st_size / 1e6
         results: dict[str, dict[str, Any]] = {}
-        loops = [("loop", "evaluate() loop", None)]
-        if args.loop_python:
-            loops.append(("before", f"evaluate() loop ({args.loop_python})", args.loop_python))
-        for name, label, python in loops if args.loop else []:
-            r = _run(_LOOP, str(gold), str(traces), python=python)
+        loops: list[tuple[str, str, str | None, tuple[str, ...]]] = []
+        if args.loop:
+            loops.append(("loop", "evaluate() loop", None, ()))
+        if args.loop and args.loop_python:
+            loops.append(("before", f"evaluate() loop ({args.loop_python})", args.loop_python, ()))
+        if args.model_110:
+            here = str(Path(__file__).resolve().parent)
+            loops.append(("model", "Toolscore 1.10 model's evaluate() loop", None, (here,)))
+        for name, label, python, extra in loops:
+            r = _run(_LOOP, str(gold), str(traces), *extra, python=python)
             results[name] = r
             print(
                 f"| {count:,} | {label} | 1 | {r['wall']:.2f} | "
@@ -399,8 +435,10 @@ def main() -> None:
                 )
         if "before" in results:
             _print_proxy(count, results)
+        if "model" in results:
+            _print_model(count, results)
         keys = ("traces", "mean", "median", "p10", "pass_rate", "pass_hat_k", "errors")
-        runs = [r for name, r in results.items() if name not in ("loop", "before")]
+        runs = [r for name, r in results.items() if name not in LOOPS]
         same = all(all(r[k] == runs[0][k] for k in keys) for r in runs)
         print(f"<!-- {count:,} traces, {mb:.1f} MB: identical aggregates across runs: {same} -->")
 
