@@ -374,3 +374,30 @@ def test_fewer_collections_restores_the_thresholds_when_the_last_block_ends() ->
         assert gc.get_threshold() == (900, 11, 12)
     finally:
         gc.set_threshold(*before)
+
+
+def test_a_trace_without_its_last_newline_loses_no_call(tmp_path: Path) -> None:
+    # a decoder's end of a trace then holds its last call: the record counts it as the
+    # trace read with the newline does (scored through the same decoder factory)
+    from toolscore.calls import ToolCall
+    from toolscore.dataset.gold import build_gold
+    from toolscore.dataset.worker import Config, FileFormat, evaluate_one
+
+    calls = [
+        {"tool": "a", "args": {"q": 1}, "is_error": True},
+        {"tool": "a", "args": {"q": 1}},
+        {"tool": "b", "args": {"q": 2}},
+    ]
+    data = b"".join(json.dumps(c).encode() + b"\n" for c in calls)
+    gold = [ToolCall(tool="a", args={"q": 1}), ToolCall(tool="b", args={"q": 2})]
+    cfg = Config(gold=build_gold([{"tool": "a"}], str(tmp_path), key=None))
+    make = FileFormat(cfg, "t.jsonl").decoder(data)
+    assert make is not None
+    records = [
+        evaluate_one(cfg, "t", "t", io.BytesIO(text), gold, source="t.jsonl", decoder=make)
+        for text in (data, data.rstrip(b"\n"))
+    ]
+    whole, cut = records
+    assert whole.calls == cut.calls == 3
+    assert whole.score == cut.score and whole.retries == cut.retries == 1
+    assert whole.tools == cut.tools == {"a": [2, 1, 1], "b": [1, 0, 0]}

@@ -129,3 +129,71 @@ async def test_async_driver_awaits_async_sinks() -> None:
     pipe = Pipeline([Recorder()], on_finding=sink)
     await run_async(pipe, batches())
     assert got == ["call 1 bad", "call 2 bad", "call 3 bad", "end"]
+
+
+def _block(calls: list[dict[str, object]]) -> Batch:
+    """The batch a JSON Lines decoder gives for a whole trace of plain custom calls."""
+    import json
+
+    from toolscore.sources.custom import CustomDialect
+    from toolscore.sources.jsonl import JsonlDecoder
+
+    data = b"".join(json.dumps(c).encode() + b"\n" for c in calls)
+    batch = JsonlDecoder(CustomDialect("t.jsonl"), "t.jsonl").feed(data)
+    assert batch.block is not None
+    return batch
+
+
+_KEY = "sk-ant-" + "aB3" * 10
+_CALLS: list[dict[str, object]] = [
+    {"tool": "bad", "args": {"q": 1}, "is_error": True},
+    {"tool": "bad", "args": {"q": 1}},
+    {"tool": f"t {_KEY}", "args": {"token": _KEY}},
+    {"tool": "t", "args": {"q": 2}, "error": "boom"},
+]
+
+
+def test_a_lone_block_runs_as_run_sync_runs_it() -> None:
+    from toolscore.api import builtin_checks
+
+    gold = [ToolCall(tool="bad", args={"q": 1}), ToolCall(tool="t", args={"q": 2})]
+    pipes: list[Pipeline] = []
+    recorders: list[Recorder] = []
+    for fast in (True, False):
+        rec = Recorder()
+        pipe = Pipeline([*builtin_checks(gold, None, strict=False, keep_details=False), rec])
+        if fast:
+            assert pipe.run_block(_block(_CALLS))
+        else:
+            run_sync(pipe, [_block(_CALLS), Batch()])
+        pipes.append(pipe)
+        recorders.append(rec)
+    fast_pipe, slow_pipe = pipes
+    # feed and finish findings (the recorder's), in call order, redacted (a key in a name)
+    assert [f.kind for f in fast_pipe.findings] == [f.kind for f in slow_pipe.findings]
+    assert fast_pipe.findings == slow_pipe.findings
+    assert {"bad", "end", "retry_after_error"} <= {f.kind for f in fast_pipe.findings}
+    assert all(_KEY not in (f.tool or "") for f in fast_pipe.findings)
+    assert fast_pipe.states() == slow_pipe.states()
+    assert (fast_pipe.calls_read, fast_pipe.calls_done) == (slow_pipe.calls_read, 4)
+    assert fast_pipe.finished and slow_pipe.finished
+    assert recorders[0].new == recorders[1].new and recorders[0].finished == 1
+
+
+def test_run_block_refuses_what_it_cannot_run_alone() -> None:
+    found = _block(_CALLS)
+    found.findings.append(Finding("input", "malformed_line", "error", "bad line"))
+    broken = _block(_CALLS)
+    broken.error = TruncatedTrace("cut", None)
+    cases = [
+        (Pipeline([Recorder()]), found),
+        (Pipeline([Recorder()]), broken),
+        (Pipeline([Recorder()]), Batch(calls=[call(0)], done=[call(0)])),
+        (Pipeline([Recorder()], on_finding=lambda found: None), _block(_CALLS)),
+    ]
+    for pipe, batch in cases:
+        assert not pipe.run_block(batch)
+        assert pipe.calls_read == 0 and not pipe.findings and not pipe.finished
+    pipe = Pipeline([Recorder()])
+    assert pipe.run_block(_block(_CALLS))
+    assert not pipe.run_block(_block(_CALLS))  # a second one: not a whole trace

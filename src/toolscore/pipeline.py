@@ -199,6 +199,30 @@ class Pipeline:
         batch = self._prepare(batch)
         return self._collect(batch, [check.feed(batch) for check in self.checks])
 
+    def run_block(self, batch: Batch) -> bool:
+        """A whole trace decoded as one block, with no sink: what :func:`run_sync` does over
+        it (its batch, then the end of stream), without the drivers' layers (a dataset's
+        small traces pay them per trace). False, with nothing done, unless ``batch`` holds a
+        block and no reader finding or error, and the pipeline has read nothing yet."""
+        if (
+            batch.block is None
+            or batch.findings
+            or batch.error is not None
+            or self.calls_read
+            or self.on_calls is not None
+            or self.on_finding is not None
+        ):
+            return False
+        self.calls_read = self.calls_done = batch.block.n
+        self._collect(batch, [check.feed(batch) for check in self.checks])
+        self._resume()
+        tail: list[Finding] = []
+        for check in self.checks:
+            tail.extend(check.finish())
+        self.finished = True
+        self._collect(Batch(), [tail])
+        return True
+
     # -- states -----------------------------------------------------------------------------
 
     def states(self) -> list[State | None]:

@@ -313,6 +313,16 @@ class Scorer:
             self._gold, self._plan = gold, getattr(checks[0], "plan", None)
         pipeline = self._pipeline(checks)
         tools: Counter[str] = Counter()
+        if (
+            self.light
+            and isinstance(batches, list)
+            and len(batches) == 2
+            and batches[1].empty
+            and pipeline.run_block(batches[0])
+        ):
+            # (a decoder's batches of a whole trace: its block, then its end)
+            tools.update(batches[0].columns().tools)
+            return self._light_result(pipeline, gold), tools
         guard_first = self._guard_first
 
         def counted() -> Iterator[Batch]:
