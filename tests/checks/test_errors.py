@@ -6,6 +6,7 @@ import json
 import math
 import tracemalloc
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +268,31 @@ def test_without_the_identical_count_findings_and_counts_are_the_same(one_by_one
         light.state()
     with pytest.raises(RuntimeError):
         _ = light.identical_count
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("ab"), st.sampled_from([{}, {"x": 1}, {"x": 2}]), st.booleans()),
+        min_size=1,
+        max_size=14,
+    ),
+    st.lists(st.integers(1, 13), max_size=4),
+)
+def test_without_the_identical_count_any_batching_finds_the_same(
+    specs: list[tuple[str, dict[str, int], bool]], cuts: list[int]
+) -> None:
+    # the light check computes only the signatures around failures and a batch's ends
+    items = calls(*((tool, args, FAIL if failed else {}) for tool, args, failed in specs))
+    _, found = run(items)
+    light = errors_check(count_identical=False)
+    light_found = []
+    bounds = [0, *sorted({c for c in cuts if c < len(items)}), len(items)]
+    for start, end in pairwise(bounds):
+        batch = items[start:end]
+        light_found += light.feed(Batch(calls=batch, done=batch))
+    light_found += light.finish()
+    assert [(f.kind, f.call_index) for f in light_found] == [(f.kind, f.call_index) for f in found]
 
 
 def test_retry_only_looks_at_the_previous_call() -> None:
