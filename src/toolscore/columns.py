@@ -110,14 +110,6 @@ class Columns(ABC):
             self._sigs = canonical_many(self.args, self._kind)
         return self._sigs
 
-    def sigs_at(self, positions: list[int]) -> list[bytes]:
-        """The canonical arguments of the calls at ``positions`` (:meth:`sigs`' items, without
-        computing the others when they are not computed yet)."""
-        if self._sigs is not None:
-            return [self._sigs[i] for i in positions]
-        args = self.args
-        return canonical_many([args[i] for i in positions], self._kind)
-
     def by_tool(self) -> dict[str, list[int]]:
         """Each tool's call positions, in order, the tools in order of their first call
         (computed once and shared: the policy, expected-calls and hard-rules checks each

@@ -263,6 +263,31 @@ def test_batching_and_the_prefilter_change_nothing(all_args: list[dict[str, Any]
     assert [(r["index"], r["path"], r["kind"]) for r in whole.secrets] == direct
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=3), arg_values, max_size=3), max_size=5))
+def test_a_decoded_block_finds_what_calls_find(all_args: list[dict[str, Any]]) -> None:
+    # a block of a strict decoder is prefiltered as one JSON text of all its arguments
+    from hypothesis import assume
+
+    from toolscore.sources.custom import CustomDialect
+    from toolscore.sources.jsonl import JsonlDecoder
+
+    try:
+        data = b"".join(orjson.dumps({"tool": "t", "args": a}) + b"\n" for a in all_args)
+    except TypeError:  # a lone surrogate: no JSON text holds one
+        assume(False)
+    batch = JsonlDecoder(CustomDialect("t.jsonl"), "t.jsonl").feed(data)
+    assume(batch.block is not None)
+    from_block = secrets_check()
+    found = from_block.feed(batch)
+    items = [call("t", a, i) for i, a in enumerate(all_args)]
+    from_calls = secrets_check()
+    assert [(f.kind, f.call_index, f.path) for f in found] == [
+        (f.kind, f.call_index, f.path) for f in from_calls.feed(Batch(calls=items))
+    ]
+    assert from_block.metrics() == from_calls.metrics()
+
+
 @pytest.mark.parametrize("layout", ["jsonl", "json"])
 def test_planted_keys_in_a_trace_file_are_all_found_by_the_batch_path(
     tmp_path: Path, layout: str

@@ -170,14 +170,10 @@ class ErrorsCheck(BaseCheck):
         if not n:
             return []
         tools = cols.tools
-        failed = cols.failed()
-        sigs: list[bytes] | dict[int, bytes]
+        sigs = cols.sigs()
         if self._seen is not None:
-            sigs = cols.sigs()
             self._seen.update(map(hash, zip(tools, sigs, strict=True)))  # _signature.fingerprint
-        else:  # only the signatures a retry or the next batch compares
-            near = sorted({0, n - 1, *failed, *(f + 1 for f in failed if f + 1 < n)})
-            sigs = dict(zip(near, cols.sigs_at(near), strict=True))
+        failed = cols.failed()
         # a retry: the call right after a failed one, with the same tool and arguments
         retries: list[int] = []
         if self._prev_failed and tools[0] == self._prev_tool and sigs[0] == self._prev_sig:
@@ -193,7 +189,7 @@ class ErrorsCheck(BaseCheck):
         self.error_count += len(failed)
         self.retry_after_error_count += len(retries)
         self._failed.update(tools[f] for f in failed)
-        self._prev_tool, self._prev_sig = tools[-1], sigs[n - 1]
+        self._prev_tool, self._prev_sig = tools[-1], sigs[-1]
         self._prev_failed = bool(failed) and failed[-1] == n - 1
         if not failed and not retries:
             return []
