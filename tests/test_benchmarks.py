@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+
+from _bench import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 SIZE = 100_000
 
 
-def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks_generate", REPO / "benchmarks" / "generate.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
+gen = load_benchmark("generate")
 
 # Toolscore 1.10's credential formats: the generated traces must contain none of them.
 _CREDENTIALS = [

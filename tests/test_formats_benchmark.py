@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from _bench import load_benchmark
 from toolscore.sources import iter_batches
 from toolscore.sources.detect import detect
 
-REPO = Path(__file__).resolve().parents[1]
 SIZE = 50_000
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks_formats", REPO / "benchmarks" / "formats.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load_benchmark("formats")
 
 
 @pytest.mark.parametrize("case", bench.CASES, ids=lambda case: case.key)

@@ -3,36 +3,19 @@ it must compute what 1.10 computes, or its timings say nothing about 1.10."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from _bench import load_benchmark
 from _datasets import generate_dataset
 from toolscore import evaluate
 
 pytest.importorskip("Levenshtein")  # the bench extra (in the test extra)
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _load_model() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks_toolscore110", REPO / "benchmarks" / "toolscore110.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
-
-
-model = _load_model()
+model = load_benchmark("toolscore110")
 
 
 def _traces(traces: Path, gold: Path) -> list[tuple[str, list[Any], list[dict[str, Any]]]]:
