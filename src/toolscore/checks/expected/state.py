@@ -118,6 +118,10 @@ class Stats:
         )
 
 
+_NO_STATS = Stats()
+"""The stats of no value (frozen: one for every adder that had none)."""
+
+
 class StatsAdder:
     """:class:`Stats` of values given a batch at a time, as merging each batch's
     :meth:`Stats.of` in gives them (the sum by an :class:`~toolscore._exact.ExactAdder`)."""
@@ -146,7 +150,7 @@ class StatsAdder:
     def stats(self) -> Stats:
         """The values' :class:`Stats`."""
         if not self.count:
-            return Stats()
+            return _NO_STATS
         return Stats(self.total(), self.count, self.max, self.min)
 
 
