@@ -197,3 +197,7 @@ def test_run_block_refuses_what_it_cannot_run_alone() -> None:
     pipe = Pipeline([Recorder()])
     assert pipe.run_block(_block(_CALLS))
     assert not pipe.run_block(_block(_CALLS))  # a second one: not a whole trace
+    ended = Pipeline([Recorder()])
+    run_sync(ended, [])
+    assert not ended.run_block(_block(_CALLS))  # after the end of an empty stream
+    assert ended.calls_read == 0

@@ -203,12 +203,13 @@ class Pipeline:
         """A whole trace decoded as one block, with no sink: what :func:`run_sync` does over
         it (its batch, then the end of stream), without the drivers' layers (a dataset's
         small traces pay them per trace). False, with nothing done, unless ``batch`` holds a
-        block and no reader finding or error, and the pipeline has read nothing yet."""
+        block and no reader finding or error, and the pipeline has read nothing and not finished."""
         if (
             batch.block is None
             or batch.findings
             or batch.error is not None
             or self.calls_read
+            or self.finished
             or self.on_calls is not None
             or self.on_finding is not None
         ):
