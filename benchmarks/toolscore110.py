@@ -3,31 +3,36 @@
 Toolscore 1.10 is not installable here, yet issue 12 asks for a speed-up over its
 ``evaluate()`` loop. The issue measured that loop on tau-bench (6.4 calls a trace) at 1.19x
 this package's loop of the time (commit c115bff); the benchmark's traces are another shape (30
-calls a trace, 4 distinct tools in 8), and 1.10's costs do not grow with a trace as c115bff's do
-(the reference's section 16.2: an exact pairing whose work is exponential in a tool's trace calls,
-up to 12; every pair of calls of a tool weighed; two JSON dumps a call).
+calls a trace over 8 tools), and the reference (section 16.2) says 1.10's costs grow with a
+trace otherwise than c115bff's: an exact pairing whose work is exponential in a tool's trace
+calls, up to 12; every pair of calls of a tool weighed; two JSON dumps a call.
 
 This module does what ``../shared/reference/toolscore-1.10-behavior.md`` says 1.10's
 ``evaluate(expected, actual)`` does, in the plain way the reference describes it: the same
 metrics in the same order (sections 2.4 and 3), the same data handling (1.2), the same
 pairing (3.7: a memoized recursion over gold positions and a bitmask of used trace calls up to
-12 trace calls of a tool, greedy above), the same credential scan (9), the same score (4). Its
-scores equal this package's ``evaluate()`` on the benchmark's traces (``--check``).
+12 trace calls of a tool, greedy above), the same credential scan (9), the same score (4).
+``tests/test_model110.py`` checks its scores against this package's ``evaluate()``.
 
-It is a model, not 1.10: ``benchmarks/datasets.py --model-110`` calibrates it on tau-bench
-against the issue's own figures before it uses it (see that module), and ``--check-110``
-times it on the reference's three measured cases (section 16.2).
+It is a model, not 1.10. ``python benchmarks/toolscore110.py`` times it on the reference's
+measured cases of 1.10 (section 16.2) and, where ``../shared/corpus`` is, loops over
+tau-bench with it and with this package's ``evaluate()``; ``benchmarks/datasets.py
+--model-110`` times its loop over a dataset.
 
 Not part of the package; needs ``Levenshtein`` (RapidFuzz's C code, as 1.10 used).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import Levenshtein
@@ -546,3 +551,80 @@ def evaluate(expected: list[Any], actual: list[Any], *, strict: bool = False) ->
         "security_metrics": find_secrets(trace),
     }
     return EvaluationResult(metrics, gold, trace)
+
+
+# -- python benchmarks/toolscore110.py: the model against the reference's timings of 1.10 ------
+
+
+def _pairing_case(gold_calls: int, trace_calls: int, tools: int, greedy_values: int) -> float:
+    """Seconds for :func:`best_pairing` of ``gold_calls`` and ``trace_calls`` calls spread
+    over ``tools`` names (args ``{"x": i % greedy_values, "y": "a"}``)."""
+    gold = [
+        ToolCall(f"t{i % tools}", {"x": i % greedy_values, "y": "a"}) for i in range(gold_calls)
+    ]
+    trace = [
+        ToolCall(f"t{i % tools}", {"x": i % greedy_values, "y": "a"}) for i in range(trace_calls)
+    ]
+    start = time.perf_counter()
+    best_pairing(gold, trace, False)
+    return time.perf_counter() - start
+
+
+def _loop(evaluate_fn: Any, items: list[tuple[list[Any], list[Any]]], rounds: int) -> float:
+    """Traces a second of ``evaluate_fn`` over ``items``, ``rounds`` times (after one)."""
+    for gold, calls in items:
+        evaluate_fn(gold, calls)
+    start = time.perf_counter()
+    for _ in range(rounds):
+        for gold, calls in items:
+            evaluate_fn(gold, calls).score  # noqa: B018 (the score is what a loop reads)
+    return len(items) * rounds / (time.perf_counter() - start)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The 1.10 model against 1.10's timings.")
+    here = Path(__file__).resolve().parent
+    parser.add_argument("--corpus", default=str(here.parent.parent / "shared" / "corpus"))
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args(argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    names = _pairing_case(5_000, 5_000, 5_000, 1)
+    print("| case (reference section 16.2) | model s | 1.10 s (reference) |")
+    print("|---|---|---|")
+    print(
+        f"| exact pairing, 200 gold x 12 trace calls of one tool | "
+        f"{_pairing_case(200, 12, 1, 1_000):.1f} | 11.8 |"
+    )
+    print(
+        f"| greedy pairing, 2,000 x 2,000 calls of one tool | "
+        f"{_pairing_case(2_000, 2_000, 1, 50):.1f} | 81 |"
+    )
+    print(
+        f"| 20,000 tool names, 20,000 calls each side (from 5,000 x 16: the name scan is "
+        f"quadratic) | {names * 16:.1f} | 100 |"
+    )
+    corpus = Path(args.corpus)
+    if (corpus / "tau-bench-airline.jsonl").exists():
+        from toolscore import evaluate as this_evaluate
+
+        gold = {}
+        for line in (corpus / "tau-bench-airline.gold.jsonl").read_bytes().splitlines():
+            item = json.loads(line)
+            gold[item["trace_id"]] = item["expected"]
+        traces: dict[str, list[Any]] = {}
+        for line in (corpus / "tau-bench-airline.jsonl").read_bytes().splitlines():
+            item = json.loads(line)
+            traces.setdefault(item["trace_id"], []).append(item)
+        items = [(gold[t], calls) for t, calls in traces.items() if t in gold]
+        model = _loop(evaluate, items, args.rounds)
+        this = _loop(this_evaluate, items, args.rounds)
+        print(
+            f"tau-bench, {len(items)} traces x {args.rounds} rounds in memory: the model "
+            f"{model:,.0f} traces/s, this package's evaluate() {this:,.0f} "
+            f"({model / this:.2f}x; the issue: 1.10 at 810/680 = 1.19x c115bff's)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
