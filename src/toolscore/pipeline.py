@@ -214,14 +214,8 @@ class Pipeline:
             or self.on_finding is not None
         ):
             return False
-        self.calls_read = self.calls_done = batch.block.n
-        self._collect(batch, [check.feed(batch) for check in self.checks])
-        self._resume()
-        tail: list[Finding] = []
-        for check in self.checks:
-            tail.extend(check.finish())
-        self.finished = True
-        self._collect(Batch(), [tail])
+        self.process(batch)
+        self.finish()
         return True
 
     # -- states -----------------------------------------------------------------------------
