@@ -333,13 +333,7 @@ def _print_proxy(count: int, results: dict[str, dict[str, Any]]) -> None:
         f"{ISSUE_BEFORE_RATE:.0f}): {proxy_wall:,.0f} traces/s, {proxy_cpu:,.0f} traces/CPU s "
         f"(the before loop's mean score: {before['mean']:.9f}) -->"
     )
-    for name, r in results.items():
-        if name in LOOPS:
-            continue
-        print(
-            f"<!-- {count:,} traces: {name}: {r['traces'] / r['wall'] / proxy_wall:.2f}x the "
-            f"1.10 proxy (wall), {r['traces'] / r['cpu'] / proxy_cpu:.2f}x (per CPU s) -->"
-        )
+    _print_multiples(count, results, "1.10 proxy", proxy_wall, proxy_cpu)
 
 
 def _print_model(count: int, results: dict[str, dict[str, Any]]) -> None:
@@ -352,12 +346,19 @@ def _print_model(count: int, results: dict[str, dict[str, Any]]) -> None:
         f"<!-- {count:,} traces: Toolscore 1.10 model's loop: {wall:,.0f} traces/s, "
         f"{cpu:,.0f} traces/CPU s (its mean score: {model['mean']:.9f}) -->"
     )
+    _print_multiples(count, results, "1.10 model's loop", wall, cpu)
+
+
+def _print_multiples(
+    count: int, results: dict[str, dict[str, Any]], what: str, wall: float, cpu: float
+) -> None:
+    """Each dataset run's multiple of a baseline's rates (traces/s, traces per CPU second)."""
     for name, r in results.items():
         if name in LOOPS:
             continue
         print(
-            f"<!-- {count:,} traces: {name}: {r['traces'] / r['wall'] / wall:.2f}x the 1.10 "
-            f"model's loop (wall), {r['traces'] / r['cpu'] / cpu:.2f}x (per CPU s) -->"
+            f"<!-- {count:,} traces: {name}: {r['traces'] / r['wall'] / wall:.2f}x the {what} "
+            f"(wall), {r['traces'] / r['cpu'] / cpu:.2f}x (per CPU s) -->"
         )
 
 
