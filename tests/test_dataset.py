@@ -642,6 +642,28 @@ def test_spilled_grouping_equals_in_memory(tmp_path: Path, generated: tuple[Path
     assert not list(tmp_path.iterdir())  # the spill is removed
 
 
+def test_grouping_spills_to_the_system_temp_when_its_directory_is_elsewhere(
+    tmp_path: Path, generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a Dask worker on another machine is handed the driver's work directory, which it has not
+    import tempfile
+
+    from toolscore.dataset.inputs import Grouper
+
+    _, traces = generated
+    system = tmp_path / "system"
+    system.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system))
+    lines = traces.read_bytes().splitlines(keepends=True)
+    grouper = Grouper(budget=10_000, directory=str(tmp_path / "the-drivers-work-dir"))
+    for i, line in enumerate(lines[::-1]):
+        grouper.add(json.loads(line)["trace_id"], None, line, i + 1, i)
+    assert [p.name[:15] for p in system.iterdir()] == ["toolscore-group"]  # it spilled there
+    grouped = {t.trace_id: len(t.lines) for t in grouper.traces()}
+    assert len(grouped) == 120 and sum(grouped.values()) == len(lines)
+    assert not list(system.iterdir()) and not (tmp_path / "the-drivers-work-dir").exists()
+
+
 def test_directory_of_traces_with_directory_of_gold(tmp_path: Path) -> None:
     traces, gold = tmp_path / "traces", tmp_path / "gold"
     (traces / "sub").mkdir(parents=True)

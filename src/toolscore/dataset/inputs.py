@@ -868,7 +868,12 @@ class Grouper:
             self._start_spill()
 
     def _start_spill(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="toolscore-group-", dir=self.directory)
+        # the run's directory may be another machine's (a Dask worker that does not share
+        # the driver's disk): then the system's
+        directory = self.directory
+        if directory is not None and not os.path.isdir(directory):
+            directory = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="toolscore-group-", dir=directory)
         self._spill = [
             open(os.path.join(self._tmp.name, f"{i}.bin"), "w+b") for i in range(self.PARTS)
         ]
