@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,72 @@ def client() -> Iterator[Any]:
         cluster.close()
 
 
+def _can_hide_directories() -> bool:
+    """Whether this process may start one in a mount namespace of its own (root on Linux)."""
+    try:
+        done = subprocess.run(
+            ["unshare", "--mount", "true"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+SCHEDULER = ("--dashboard-address", "127.0.0.1:0")
+WORKER = ("--host", "127.0.0.1", "--nthreads", "1", "--no-nanny", "--no-dashboard")
+
+
+@pytest.fixture(scope="module")
+def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]]:
+    """A cluster whose workers stand for other machines: a Dask scheduler and two ``dask
+    worker`` processes over TCP on 127.0.0.1, each worker in a mount namespace of its own
+    where an empty tmpfs covers the directory returned with the client. This process writes
+    there; the workers see nothing of it (and still see the dataset)."""
+    distributed = pytest.importorskip("distributed")
+    if sys.platform != "linux" or not _can_hide_directories():
+        pytest.skip("needs Linux mount namespaces (unshare --mount, as root)")
+    hidden = tmp_path_factory.mktemp("driver-only")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = [sys.executable, "-m", "dask"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    processes = [
+        subprocess.Popen(
+            [*dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), *SCHEDULER],
+            **quiet,  # type: ignore[call-overload]
+        )
+    ]
+    cover = f'mount -t tmpfs toolscore-test "{hidden}" && exec "$@"'
+    for _ in range(2):
+        processes.append(
+            subprocess.Popen(
+                ["unshare", "--mount", "sh", "-c", cover, "sh", *dask, "worker", address, *WORKER],
+                **quiet,  # type: ignore[call-overload]
+            )
+        )
+    client: Any = None
+    try:
+        client = distributed.Client(address, timeout=60)
+        client.wait_for_workers(2, timeout=60)
+        yield client, hidden
+    finally:
+        if client is not None:
+            client.close()
+        _stop(processes[1:])
+        _stop(processes[:1])
+
+
 def _plain(result: DatasetResult) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     records = [msgspec.structs.asdict(r) | {"order": None} for r in result]
     summary = result.summary()
@@ -117,16 +185,16 @@ def test_dask_cluster_equals_the_pool(dataset: tuple[Path, Path], client: Any) -
 def test_a_local_cluster_unpacks_and_scatters_as_the_pool_does(
     tmp_path: Path, dataset: tuple[Path, Path], client: Any
 ) -> None:
-    # the cluster's workers are on this machine (loopback addresses): they share the run's
-    # work directory, so a large compressed file is unpacked and cut, and an interleaved one
+    # the cluster's workers are on this machine: they share the run's work directory, so a
+    # large compressed file is unpacked and cut, and an interleaved one
     # grouped on all workers, as on the pool, with the same records in the same order
     import gzip
 
     from _datasets import shaped_dataset
-    from toolscore.dataset.run import on_this_machine
+    from toolscore.dataset.run import workers_share
 
     gold, traces = dataset
-    assert on_this_machine(client)
+    assert workers_share(client, str(tmp_path))
     mixed = shaped_dataset(traces, "interleaved")
     packed = tmp_path / "mixed.jsonl.gz"
     packed.write_bytes(gzip.compress(mixed.read_bytes()))
@@ -138,6 +206,43 @@ def test_a_local_cluster_unpacks_and_scatters_as_the_pool_does(
         reference = _plain(pool)
         assert reference[1]["traces"] == 160
         assert _plain(on_dask) == reference, path.name
+
+
+def test_workers_that_do_not_see_the_work_directory(
+    tmp_path: Path, dataset: tuple[Path, Path], elsewhere: tuple[Any, Path]
+) -> None:
+    # the workers' addresses are loopback ones, but not their disks: the run finds out
+    # (a probe file) and does not hand them the work directory's files; each file is read by
+    # the workers from where it is, a compressed or interleaved one by one worker, whole
+    import gzip
+
+    from _datasets import shaped_dataset
+    from toolscore.dataset.run import workers_share
+
+    client, hidden = elsewhere
+    gold, traces = dataset
+    assert not workers_share(client, str(hidden))
+    assert workers_share(client, str(traces.parent))  # the dataset's directory they see
+    assert list(hidden.iterdir()) == []  # the probes are removed
+    mixed = shaped_dataset(traces, "interleaved")
+    packed = tmp_path / "traces.jsonl.gz"
+    packed.write_bytes(gzip.compress(traces.read_bytes()))
+    opts: dict[str, Any] = {"part_bytes": 20_000}
+    for path in (traces, packed, mixed):
+        pool = _plain(evaluate_dataset(str(gold), str(path), engine="local", workers=2, **opts))
+        on_dask = evaluate_dataset(str(gold), str(path), client=client, workdir=str(hidden), **opts)
+        assert on_dask.engine == "dask"
+        got = _plain(on_dask)
+        on_dask.close()
+        assert pool[1]["traces"] == 160 and got[1] == pool[1], path.name
+        if path is mixed:
+            # grouped whole, in order of first appearance (the pool's partitions differ)
+            key = lambda r: r["trace_id"]  # noqa: E731
+            assert sorted(got[0], key=key) == sorted(pool[0], key=key)
+            assert got == _plain(evaluate_dataset(str(gold), str(path), engine="inline"))
+        else:
+            assert got == pool, path.name
+    assert list(hidden.iterdir()) == []  # each run's work directory, once closed
 
 
 def test_s3_bucket_on_both_engines(

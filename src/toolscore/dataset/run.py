@@ -287,7 +287,7 @@ def evaluate_dataset(
         if client is None and (scheduler is not None or engine == "dask"):
             client = own_client = _connect(scheduler)
         # the work directory, when every worker sees it (a Dask cluster's may not)
-        local_disk = work if client is None or on_this_machine(client) else None
+        local_disk = work if client is None or workers_share(client, work) else None
         key = trace_key if trace_key not in (None, "auto") else None
         parts = plan_parts(
             inputs,
@@ -357,22 +357,63 @@ def _connect(scheduler: str | None) -> Any:
     return Client(processes=True)  # type: ignore[no-untyped-call]
 
 
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+def workers_share(client: Any, directory: str) -> bool:
+    """Whether every worker of ``client``'s cluster reads and writes this process's
+    ``directory`` (a ``LocalCluster``'s do; so do other machines' that mount it from the
+    same file server): each worker reads a probe file written here and writes one back for
+    this process to read. A worker's address says nothing of this (one in a container may
+    have a loopback address and a disk of its own), so the probe asks the disk itself.
+    Workers that join later are not asked: they must see it as the first did."""
+    import uuid
 
-
-def on_this_machine(client: Any) -> bool:
-    """Whether every worker of ``client``'s cluster runs on this machine (its address is a
-    loopback one, as a ``LocalCluster``'s): they read and write the run's work directory."""
-    from urllib.parse import urlsplit
-
+    token = uuid.uuid4().hex
+    probe = os.path.join(directory, f"probe-{token}")
     try:
-        workers = client.scheduler_info().get("workers", {})
+        with open(probe, "w", encoding="utf-8") as f:
+            f.write(token)
+        answers = client.run(_answer_probe, probe, token, on_error="return")
     except Exception:  # an unreachable scheduler: the run reports it
         return False
-    return bool(workers) and all(
-        address.startswith("inproc://") or urlsplit(address).hostname in LOOPBACK
-        for address in workers
-    )
+    finally:
+        _remove(probe)
+    try:
+        return bool(answers) and all(
+            isinstance(written, str) and _read_back(written, token) for written in answers.values()
+        )
+    finally:
+        for written in answers.values():
+            if isinstance(written, str):
+                _remove(written)
+
+
+def _answer_probe(probe: str, token: str) -> str | None:
+    """On a worker: the file written back when ``probe`` reads as ``token`` (else None)."""
+    try:
+        with open(probe, encoding="utf-8") as f:
+            if f.read() != token:
+                return None
+        directory, name = os.path.split(probe)
+        fd, written = tempfile.mkstemp(prefix=f"{name}-", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(token)
+    except OSError:
+        return None
+    return written
+
+
+def _read_back(path: str, token: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read() == token
+    except OSError:
+        return False
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 async def aevaluate_dataset(
