@@ -116,6 +116,7 @@ def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
 
 
 SCHEDULER = ("--dashboard-address", "127.0.0.1:0")
+TOOLSCORE = (sys.executable, "-m", "toolscore", "eval")
 WORKER = ("--host", "127.0.0.1", "--nthreads", "1", "--no-nanny", "--no-dashboard")
 
 
@@ -243,6 +244,109 @@ def test_workers_that_do_not_see_the_work_directory(
         else:
             assert got == pool, path.name
     assert list(hidden.iterdir()) == []  # each run's work directory, once closed
+
+
+def test_a_shared_directory_spreads_such_files_over_the_workers(
+    tmp_path: Path,
+    dataset: tuple[Path, Path],
+    elsewhere: tuple[Any, Path],
+    s3: dict[str, Any],
+) -> None:
+    # with a directory both sides see (one the workers mount too, or a bucket on the S3
+    # server), a compressed file is decompressed there and cut, and an interleaved one
+    # scattered there, as on the pool: the same records, in the same order
+    import gzip
+
+    import s3fs
+
+    from _datasets import shaped_dataset
+
+    client, hidden = elsewhere
+    gold, traces = dataset
+    mixed = shaped_dataset(traces, "interleaved")
+    packed = tmp_path / "traces.jsonl.gz"
+    packed.write_bytes(gzip.compress(traces.read_bytes()))
+    visible = traces.parent / "shared"  # (the dataset's directory: the workers see it)
+    bucket = s3fs.S3FileSystem(**s3)
+    opts: dict[str, Any] = {"part_bytes": 20_000}
+    for path in (packed, mixed):
+        pool = _plain(evaluate_dataset(str(gold), str(path), engine="local", workers=2, **opts))
+        assert pool[1]["traces"] == 160
+        for shared in (str(visible), "s3://traces/stage/"):
+            written: list[str] = []
+
+            def look(*_: Any, shared: str = shared, written: list[str] = written) -> None:
+                written.extend(_listing(shared, bucket))  # (while the run goes on)
+
+            result = evaluate_dataset(
+                str(gold),
+                str(path),
+                client=client,
+                workdir=str(hidden),
+                shared_dir=shared,
+                storage_options=s3,
+                on_progress=look,
+                **opts,
+            )
+            assert _plain(result) == pool, (path.name, shared)
+            result.close()
+            # the run wrote its files there (a copy, or scattered lines) and removed them
+            assert any("unpacked-" in w or "scatter-" in w for w in written), written
+            assert _listing(shared, bucket) == []
+    assert list(hidden.iterdir()) == []
+
+
+def test_shared_dir_on_the_command_line(
+    tmp_path: Path, dataset: tuple[Path, Path], elsewhere: tuple[Any, Path]
+) -> None:
+    # `toolscore eval ... --scheduler ADDRESS --shared-dir DIR`, its temporary directory
+    # where the workers cannot see it: the per-trace records of the pool, in its order. The
+    # file is large enough to be decompressed and cut (9 MB, stored uncompressed in gzip)
+    import gzip
+
+    from _cli import cli_env
+
+    client, hidden = elsewhere
+    traces, gold = tmp_path / "traces.jsonl", tmp_path / "gold.jsonl"
+    _generate(traces, gold, 1600)
+    packed = dataset[1].parent / "big.jsonl.gz"  # (where the workers see it)
+    packed.write_bytes(gzip.compress(traces.read_bytes(), compresslevel=0))
+    shared = dataset[1].parent / "shared-cli"
+    env = cli_env() | {"TMPDIR": str(hidden)}
+
+    def run(name: str, *options: str) -> bytes:
+        out = tmp_path / f"{name}.jsonl"
+        report = str(tmp_path / f"{name}.json")
+        done = subprocess.run(
+            [*TOOLSCORE, str(gold), str(packed), "--per-trace", str(out), "-o", report, *options],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode in (0, 1), done.stderr
+        return out.read_bytes()
+
+    on_pool = run("pool", "--engine", "local", "--workers", "2")
+    from distributed import get_task_stream
+
+    address = client.scheduler.address
+    with get_task_stream(client) as stream:
+        on_dask = run("dask", "--scheduler", address, "--shared-dir", str(shared))
+    ran = {t["key"] for t in stream.data if str(t["key"]).startswith("toolscore-part-")}
+    assert len(ran) >= 2  # cut into ranges (read whole, it is one part)
+    assert on_dask == on_pool and on_pool.count(b"\n") == 1600
+    assert shared.is_dir() and not any(shared.rglob("*"))  # made, used, emptied
+    assert list(hidden.iterdir()) == []
+
+
+def _listing(shared: str, bucket: Any) -> list[str]:
+    """The files below ``shared`` (a local directory, or an ``s3://`` prefix)."""
+    if shared.startswith("s3://"):
+        return [str(p) for p in bucket.find(shared)]
+    root = Path(shared)
+    return [str(p) for p in root.rglob("*") if p.is_file()] if root.exists() else []
 
 
 def test_s3_bucket_on_both_engines(

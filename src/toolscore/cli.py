@@ -546,6 +546,7 @@ def eval_command(
     pass_no_violations: dataset_cli.PassNoViolationsOption = True,
     engine: dataset_cli.EngineOption = None,
     scheduler: dataset_cli.SchedulerOption = None,
+    shared_dir: dataset_cli.SharedDirOption = None,
     interleaved: dataset_cli.InterleavedOption = False,
 ) -> None:
     """Score a trace against a gold file and report behavior and safety findings.
@@ -585,6 +586,7 @@ def eval_command(
         pass_no_violations=pass_no_violations,
         engine=engine,
         scheduler=scheduler,
+        shared_dir=shared_dir,
         interleaved=interleaved,
     )
     from ._interrupt import StopOnSignal, Terminated

@@ -3,8 +3,8 @@
 ``toolscore eval`` reads a dataset (and not one trace) when TRACES is a directory, a glob or a
 URL, when GOLD is a directory or a JSON Lines gold keyed by trace id, or when a dataset option
 is given (``--trace-key``, ``--task-key``, ``--task-regex``, ``--per-trace``,
-``--min-pass-rate``, ``--engine``, ``--scheduler``, ``--interleaved``). Anything else is one
-trace, read exactly as before.
+``--min-pass-rate``, ``--engine``, ``--scheduler``, ``--shared-dir``, ``--interleaved``).
+Anything else is one trace, read exactly as before.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class DatasetOptions:
     pass_no_violations: bool = True
     engine: str | None = None
     scheduler: str | None = None
+    shared_dir: str | None = None
     interleaved: bool = False
     default_gold: str | None = None
     """With a gold directory, the gold of traces it has none for (the GitHub Action's
@@ -63,6 +64,7 @@ class DatasetOptions:
                 self.min_pass_rate,
                 self.engine,
                 self.scheduler,
+                self.shared_dir,
                 self.interleaved,
             )
         )
@@ -127,6 +129,16 @@ EngineOption = Annotated[
 SchedulerOption = Annotated[
     str | None,
     typer.Option("--scheduler", help="Dataset: the Dask scheduler, tcp://HOST:PORT."),
+]
+SharedDirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--shared-dir",
+        help="Dataset on Dask: a directory (a path all machines mount, or a URL such as "
+        "s3://bucket/tmp/) the workers and this process share, when they do not share this "
+        "machine's disk: large compressed and interleaved files are then spread over all "
+        "workers through it.",
+    ),
 ]
 InterleavedOption = Annotated[
     bool,
@@ -270,6 +282,7 @@ def _run(
                 engine=options.engine or ("dask" if options.scheduler else "local"),
                 workers=opts.workers,
                 scheduler=options.scheduler,
+                shared_dir=options.shared_dir,
                 interleaved=options.interleaved,
                 default_gold=options.default_gold,
                 gold_by_base_name=options.gold_by_base_name,

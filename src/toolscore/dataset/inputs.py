@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import glob as globlib
 import os
+import shutil
 import struct
 import tempfile
 import zlib
@@ -50,14 +51,18 @@ __all__ = [
     "count_line_starts",
     "gather_parts",
     "id_before",
+    "in_location",
     "is_url",
     "list_inputs",
+    "make_location",
     "next_line",
     "open_fs",
     "open_input",
     "open_lines",
+    "open_output",
     "partition",
     "plan_parts",
+    "remove_location",
     "trace_name",
     "unpack",
     "write_frame",
@@ -199,6 +204,45 @@ def open_input(url: str, storage_options: dict[str, Any] | None = None) -> IO[by
         f: IO[bytes] = fs.open(path, "rb", block_size=4 * 1024 * 1024)
         return f
     return open(url, "rb")
+
+
+def open_output(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:
+    """A binary file to write at ``url`` (a local path, or a URL through fsspec)."""
+    if is_url(url):
+        fs, path = open_fs(url, storage_options or {})
+        f: IO[bytes] = fs.open(path, "wb")
+        return f
+    return open(url, "wb")
+
+
+def in_location(base: str, name: str) -> str:
+    """``name`` inside the directory ``base`` (a local path, or a URL)."""
+    return f"{base.rstrip('/')}/{name}" if is_url(base) else os.path.join(base, name)
+
+
+def make_location(url: str, storage_options: dict[str, Any] | None = None) -> None:
+    """Create the directory ``url`` (a local path, or a URL: object stores need none)."""
+    if is_url(url):
+        fs, path = open_fs(url, storage_options or {})
+        fs.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(url, exist_ok=True)
+
+
+def remove_location(
+    url: str, storage_options: dict[str, Any] | None = None, *, recursive: bool = False
+) -> None:
+    """Remove the file (or, ``recursive``, the directory) ``url``; gone already is fine."""
+    try:
+        if is_url(url):
+            fs, path = open_fs(url, storage_options or {})
+            fs.rm(path, recursive=recursive)
+        elif recursive:
+            shutil.rmtree(url, ignore_errors=True)
+        else:
+            os.unlink(url)
+    except FileNotFoundError:
+        pass
 
 
 def open_lines(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:
@@ -484,17 +528,17 @@ def unpack(
     key: str | None,
     storage_options: dict[str, Any] | None = None,
 ) -> Input:
-    """``item`` (a compressed file) with a decompressed copy in ``directory`` when its head
-    shows a multi-trace file; else ``item`` as it is (one trace: read decompressed as it is
-    read). A stream that breaks off gives the copy of what came out, and
-    :attr:`Input.broken`."""
+    """``item`` (a compressed file) with a decompressed copy in ``directory`` (a path or a
+    URL) when its head shows a multi-trace file; else ``item`` as it is (one trace: read
+    decompressed as it is read). A stream that breaks off gives the copy of what came out,
+    and :attr:`Input.broken`."""
     try:
         with Decompressed(item.url, storage_options) as f:
             head = f.read(SNIFF_BYTES)
             if detect_key(head, key) is None or f.error is not None:
                 return item
-            path = os.path.join(directory, f"unpacked-{number}.jsonl")
-            with open(path, "wb") as out:
+            path = in_location(directory, f"unpacked-{number}.jsonl")
+            with open_output(path, storage_options) as out:
                 out.write(head)
                 while piece := f.read(READ_BYTES):
                     out.write(piece)
@@ -532,7 +576,8 @@ def plan_parts(
     """Cut the dataset into parts: a large uncompressed multi-trace file whose traces are
     contiguous becomes byte ranges of about ``part_bytes``; small files are batched.
 
-    With ``unpack_dir`` (engines whose workers see this machine's disk), a compressed
+    With ``unpack_dir`` (a directory, local or a URL, that every worker reads and writes:
+    the run's work directory when they share this machine's disk), a compressed
     multi-trace file of ``part_bytes`` or more, whose traces are contiguous, is first
     decompressed there (:func:`unpack`) and its copy cut the same way: read on every worker,
     its records come back a range at a time (memory stays flat). Otherwise a compressed

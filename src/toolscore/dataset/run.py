@@ -24,7 +24,15 @@ import msgspec
 from .aggregate import Aggregate, TaskOutcome, overall_pass
 from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids
-from .inputs import Part, gather_parts, list_inputs, plan_parts
+from .inputs import (
+    Part,
+    gather_parts,
+    in_location,
+    list_inputs,
+    make_location,
+    plan_parts,
+    remove_location,
+)
 from .records import PassCriterion, TraceRecord
 from .regroup import Regroup, ids_in
 from .tally import MAX_LISTED, Tally
@@ -196,6 +204,7 @@ def evaluate_dataset(
     on_progress: Callable[[int, int | None, int, int], None] | None = None,
     on_problem: Callable[[str], None] | None = None,
     workdir: str | None = None,
+    shared_dir: str | None = None,
     pii: bool | Iterable[str] | None = None,
     max_value_bytes: int | None = None,
     details: bool = False,
@@ -235,6 +244,13 @@ def evaluate_dataset(
             total bytes)`` as parts finish.
         on_problem: receives run-level problems (a worker died, a part retried) as they happen.
         workdir: where temporary files go (default: the system's).
+        shared_dir: for a Dask cluster whose workers do not share this machine's disk (see
+            :func:`workers_share`), a directory that this process and every worker read and
+            write: a path on a disk they all mount, or a URL (``s3://bucket/tmp/``, with
+            ``storage_options``). A large compressed file is decompressed into it and an
+            interleaved one scattered through it, so that all workers share their work
+            (without it, one worker reads each such file whole). The run's files there are
+            removed when it ends.
         pii: also look for (and redact) personal data, as for :func:`toolscore.evaluate_trace`
             (``None``: the kinds active in the caller, e.g. the command line's ``--pii``).
         max_value_bytes: the largest value read whole (``None``: the limit active in the
@@ -274,6 +290,7 @@ def evaluate_dataset(
     started = time.perf_counter()
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
     own_client: Any = None
+    shared: str | None = None
     try:
         spec = build_gold(
             gold,
@@ -286,8 +303,13 @@ def evaluate_dataset(
         inputs = list_inputs(traces, options)
         if client is None and (scheduler is not None or engine == "dask"):
             client = own_client = _connect(scheduler)
-        # the work directory, when every worker sees it (a Dask cluster's may not)
+        # the work directory, when every worker sees it (a Dask cluster's may not); else
+        # the shared directory given, for the files every worker must read
         local_disk = work if client is None or workers_share(client, work) else None
+        area = local_disk
+        if local_disk is None and shared_dir is not None:
+            area = shared = in_location(shared_dir, os.path.basename(work))
+            make_location(shared, options)
         key = trace_key if trace_key not in (None, "auto") else None
         parts = plan_parts(
             inputs,
@@ -295,7 +317,7 @@ def evaluate_dataset(
             task_key=task_key,
             force_interleaved=interleaved,
             storage_options=options,
-            unpack_dir=local_disk,
+            unpack_dir=area,
             **({"part_bytes": part_bytes} if part_bytes else {}),
         )
         if isinstance(forbidden, str) or forbidden is None:
@@ -316,6 +338,7 @@ def evaluate_dataset(
             storage_options=options,
             spill_dir=work,
             records_dir=local_disk,
+            scatter_dir=area,
             pii=kinds,
             max_value_bytes=limit,
             details=details,
@@ -340,6 +363,8 @@ def evaluate_dataset(
         shutil.rmtree(work, ignore_errors=True)
         raise
     finally:
+        if shared is not None:
+            remove_location(shared, options, recursive=True)
         if own_client is not None:
             own_client.close()
 
@@ -871,7 +896,7 @@ def _drive(
             handle(outcome)
         for ranges in scattered.values():
             for _, path, _, _ in ranges:
-                os.unlink(path)
+                remove_location(path, cfg.storage_options)
         no_trace: list[TraceRecord] = []
         for gold_id in seen.missing(spec):
             if len(missing_trace) < MAX_LISTED:

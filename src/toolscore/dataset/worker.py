@@ -13,6 +13,7 @@ import os
 import re
 import tempfile
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -42,12 +43,14 @@ from .inputs import (
     detect_key,
     id_before,
     id_chunks,
+    in_location,
     interleaved,
     is_otlp,
     line_ids,
     next_line,
     open_input,
     open_lines,
+    open_output,
     otlp_items,
     otlp_traces,
     partition,
@@ -87,9 +90,12 @@ class Config:
     storage_options: dict[str, Any] = field(default_factory=dict)
     spill_dir: str | None = None
     records_dir: str | None = None
-    """Where a part's records may be spooled for the driver (:class:`Records`), and a file's
-    lines scattered (:attr:`~.inputs.Part.scatter`): the run's work directory, when every
-    worker sees it (the pool; a Dask cluster on this machine), else None."""
+    """Where a part's records may be spooled for the driver (:class:`Records`): the run's
+    work directory, when every worker sees it (the pool; a Dask cluster that shares this
+    machine's disk), else None."""
+    scatter_dir: str | None = None
+    """Where a file's lines are scattered (:attr:`~.inputs.Part.scatter`): the run's work
+    directory as above, else a directory (a path or a URL) of ``shared_dir``, else None."""
     pii: frozenset[str] = frozenset()
     """The opt-in personal-data kinds looked for and redacted (``--pii``)."""
     max_value_bytes: int | None = None
@@ -927,7 +933,7 @@ def _run_scatter(part: Part, cfg: Config, records: Records) -> tuple[int, tuple[
     range and its offset; a malformed line goes with the trace of the line with an id before
     it (in an earlier range, maybe), as :func:`_run_grouped` has it. Lines without an id are
     error records here. Returns the lines read and ``(file, partition offsets)``."""
-    assert part.end is not None and part.key is not None and cfg.records_dir is not None
+    assert part.end is not None and part.key is not None and cfg.scatter_dir is not None
     item = part.inputs[0]
     source = item.url
     ids = IdReader(part.key, cfg.task_key)
@@ -959,9 +965,10 @@ def _run_scatter(part: Part, cfg: Config, records: Records) -> tuple[int, tuple[
                 continue
             break
         _ended_early(f, item, part, last, records)
-    fd, path = tempfile.mkstemp(prefix=f"scatter-{part.index}-", dir=cfg.records_dir)
+    # (a part run again writes a file of its own)
+    path = in_location(cfg.scatter_dir, f"scatter-{part.index}-{uuid.uuid4().hex}")
     cuts = [0]
-    with os.fdopen(fd, "wb") as out:
+    with open_output(path, cfg.storage_options) as out:
         for bucket in buckets:
             out.write(bucket.getbuffer())
             cuts.append(cuts[-1] + bucket.tell())
@@ -974,7 +981,7 @@ def _run_gather(part: Part, cfg: Config, gold: Any, tasks: _Tasks, records: Reco
     item = part.inputs[0]
     groups: dict[str, Trace] = {}
     for path, start, end, base in part.gather:
-        with open(path, "rb") as f:
+        with open_input(path, cfg.storage_options) as f:
             f.seek(start)
             add_frames(groups, f, end - start, base)
     records.spill()  # (its traces are whole: the driver joins none)
