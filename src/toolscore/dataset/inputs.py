@@ -232,7 +232,8 @@ def make_location(url: str, storage_options: dict[str, Any] | None = None) -> No
 def remove_location(
     url: str, storage_options: dict[str, Any] | None = None, *, recursive: bool = False
 ) -> None:
-    """Remove the file (or, ``recursive``, the directory) ``url``; gone already is fine."""
+    """Remove the file (or, ``recursive``, the directory) ``url``, if it can be (a temporary
+    file: gone already, or not removable, the run goes on)."""
     try:
         if is_url(url):
             fs, path = open_fs(url, storage_options or {})
@@ -241,7 +242,7 @@ def remove_location(
             shutil.rmtree(url, ignore_errors=True)
         else:
             os.unlink(url)
-    except FileNotFoundError:
+    except OSError:
         pass
 
 

@@ -400,7 +400,7 @@ def workers_share(client: Any, directory: str) -> bool:
     except Exception:  # an unreachable scheduler: the run reports it
         return False
     finally:
-        _remove(probe)
+        remove_location(probe)
     try:
         return bool(answers) and all(
             isinstance(written, str) and _read_back(written, token) for written in answers.values()
@@ -408,7 +408,7 @@ def workers_share(client: Any, directory: str) -> bool:
     finally:
         for written in answers.values():
             if isinstance(written, str):
-                _remove(written)
+                remove_location(written)
 
 
 def _answer_probe(probe: str, token: str) -> str | None:
@@ -432,13 +432,6 @@ def _read_back(path: str, token: str) -> bool:
             return f.read() == token
     except OSError:
         return False
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 async def aevaluate_dataset(
