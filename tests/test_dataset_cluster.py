@@ -267,6 +267,7 @@ def test_a_shared_directory_spreads_such_files_over_the_workers(
     packed = tmp_path / "traces.jsonl.gz"
     packed.write_bytes(gzip.compress(traces.read_bytes()))
     visible = traces.parent / "shared"  # (the dataset's directory: the workers see it)
+    visible.mkdir(exist_ok=True)
     bucket = s3fs.S3FileSystem(**s3)
     opts: dict[str, Any] = {"part_bytes": 20_000}
     for path in (packed, mixed):
@@ -294,6 +295,21 @@ def test_a_shared_directory_spreads_such_files_over_the_workers(
             assert any("unpacked-" in w or "scatter-" in w for w in written), written
             assert _listing(shared, bucket) == []
     assert list(hidden.iterdir()) == []
+    # a shared directory that is not there is a usage error, and no bucket is made for it
+    from toolscore.errors import UsageError
+
+    for missing in ("s3://no-such-bucket/tmp/", str(tmp_path / "no" / "such")):
+        with pytest.raises(UsageError, match="--shared-dir"):
+            evaluate_dataset(
+                str(gold),
+                str(packed),
+                client=client,
+                workdir=str(hidden),
+                shared_dir=missing,
+                storage_options=s3,
+            )
+    assert not bucket.exists("no-such-bucket")
+    assert list(hidden.iterdir()) == []
 
 
 def test_shared_dir_on_the_command_line(
@@ -312,6 +328,7 @@ def test_shared_dir_on_the_command_line(
     packed = dataset[1].parent / "big.jsonl.gz"  # (where the workers see it)
     packed.write_bytes(gzip.compress(traces.read_bytes(), compresslevel=0))
     shared = dataset[1].parent / "shared-cli"
+    shared.mkdir()
     env = cli_env() | {"TMPDIR": str(hidden)}
 
     def run(name: str, *options: str) -> bytes:
@@ -337,7 +354,7 @@ def test_shared_dir_on_the_command_line(
     ran = {t["key"] for t in stream.data if str(t["key"]).startswith("toolscore-part-")}
     assert len(ran) >= 2  # cut into ranges (read whole, it is one part)
     assert on_dask == on_pool and on_pool.count(b"\n") == 1600
-    assert shared.is_dir() and not any(shared.rglob("*"))  # made, used, emptied
+    assert not any(shared.rglob("*"))  # used, then emptied
     assert list(hidden.iterdir()) == []
 
 

@@ -134,9 +134,9 @@ SharedDirOption = Annotated[
     str | None,
     typer.Option(
         "--shared-dir",
-        help="Dataset on Dask: a directory (a path all machines mount, or a URL such as "
-        "s3://bucket/tmp/) the workers and this process share, when they do not share this "
-        "machine's disk: large compressed and interleaved files are then spread over all "
+        help="Dataset on Dask: an existing directory (a path all machines mount, or a URL "
+        "such as s3://bucket/tmp/) the workers and this process share, when they do not share "
+        "this machine's disk: large compressed and interleaved files are then spread over all "
         "workers through it.",
     ),
 ]

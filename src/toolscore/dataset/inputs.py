@@ -221,12 +221,16 @@ def in_location(base: str, name: str) -> str:
 
 
 def make_location(url: str, storage_options: dict[str, Any] | None = None) -> None:
-    """Create the directory ``url`` (a local path, or a URL: object stores need none)."""
+    """Create the directory ``url`` (a local path, or a URL) in one that exists (never its
+    parents: a missing bucket is an error, not a bucket made)."""
     if is_url(url):
         fs, path = open_fs(url, storage_options or {})
-        fs.makedirs(path, exist_ok=True)
+        try:
+            fs.mkdir(path, create_parents=False)
+        except FileExistsError:
+            pass
     else:
-        os.makedirs(url, exist_ok=True)
+        os.mkdir(url)
 
 
 def remove_location(

@@ -308,8 +308,16 @@ def evaluate_dataset(
         local_disk = work if client is None or workers_share(client, work) else None
         area = local_disk
         if local_disk is None and shared_dir is not None:
-            area = shared = in_location(shared_dir, os.path.basename(work))
-            make_location(shared, options)
+            area = in_location(shared_dir, os.path.basename(work))
+            try:
+                make_location(area, options)
+            except (OSError, ValueError) as exc:
+                from ..errors import UsageError
+
+                raise UsageError(
+                    f"--shared-dir {shared_dir}: cannot make a directory in it: {exc}"
+                ) from None
+            shared = area
         key = trace_key if trace_key not in (None, "auto") else None
         parts = plan_parts(
             inputs,
