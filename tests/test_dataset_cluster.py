@@ -358,6 +358,29 @@ def test_shared_dir_on_the_command_line(
     assert list(hidden.iterdir()) == []
 
 
+def test_one_gold_behind_a_url_reaches_workers_elsewhere(
+    dataset: tuple[Path, Path], elsewhere: tuple[Any, Path], s3: dict[str, Any]
+) -> None:
+    # one gold file for every trace, in the bucket: workers that do not see the driver's
+    # directory get it too
+    import s3fs
+
+    client, hidden = elsewhere
+    _, traces = dataset
+    calls = [{"tool": "get_user", "args": {"user_id": "u1"}}, {"tool": "book", "args": {}}]
+    s3fs.S3FileSystem(**s3).pipe("traces/one-gold.json", json.dumps(calls).encode())
+    options: dict[str, Any] = {"storage_options": s3, "part_bytes": 200_000}
+    want = _plain(
+        evaluate_dataset("s3://traces/one-gold.json", str(traces), engine="inline", **options)
+    )
+    got = evaluate_dataset(
+        "s3://traces/one-gold.json", str(traces), client=client, workdir=str(hidden), **options
+    )
+    assert _plain(got) == want and want[1]["traces"] == 160
+    assert all(r.status == "ok" for r in got)
+    got.close()
+
+
 def _listing(shared: str, bucket: Any) -> list[str]:
     """The files below ``shared`` (a local directory, or an ``s3://`` prefix)."""
     if shared.startswith("s3://"):

@@ -67,7 +67,8 @@ class GoldSpec:
     """All of them."""
     source: str | None = None
     """``keyed``: the gold file itself, which a worker on another machine (where ``path``
-    does not exist) indexes for itself."""
+    does not exist) indexes for itself; ``one``: the URL ``path`` is a copy of, which such a
+    worker reads itself."""
     key: str | None = None
     body_bytes: int = 0
     """``keyed``: the bytes of the gold entries, as indexed."""
@@ -127,7 +128,7 @@ def build_gold(
             local = os.path.join(workdir, "gold.json")
             with open_input(gold, options) as src, open(local, "wb") as dst:
                 dst.write(src.read())
-            return GoldSpec("one", path=local)
+            return GoldSpec("one", path=local, source=gold, storage_options=options)
         return GoldSpec("one", path=gold)
     if key is not None and key != "auto":
         found = key
@@ -226,11 +227,17 @@ class GoldLookup:
         self._last_calls: list[ToolCall] | None = None
         self._default: list[ToolCall] | None = None
         self._bodies: dict[str, bytes] | None = None
+        self._load = load_gold
         if spec.kind == "one":
             if spec.calls is not None:
                 self._one = gold_from_dicts(list(spec.calls))
             elif spec.path is not None:
-                self._one = load_gold(spec.path)
+                if not os.path.exists(spec.path) and spec.source is not None:
+                    # the driver's copy of a gold behind a URL, on another machine: this
+                    # worker reads the URL itself
+                    self._one = self._load_file(spec.source)
+                else:
+                    self._one = load_gold(spec.path)
         elif spec.kind == "keyed" and spec.path is not None:
             path = spec.path
             if not os.path.exists(path) and spec.source is not None and spec.key is not None:
@@ -247,7 +254,6 @@ class GoldLookup:
                 self._bodies = _read_all(self._conn)
                 self._conn.close()
                 self._conn = None
-        self._load = load_gold
 
     @property
     def in_memory(self) -> bool:
