@@ -1092,3 +1092,46 @@ def test_a_rule_file_with_hard_rules_applies_to_every_trace(tmp_path: Path) -> N
             kinds[f"{finding.check}/{finding.kind}"] += 1
         assert records[trace_id]["findings"] == dict(kinds), trace_id
     assert records["agent-v2/rebook/trial2"]["findings"]["rules/too_many_calls"] == 1
+
+
+def test_a_bad_rule_file_stops_the_run_before_it_starts(tmp_path: Path) -> None:
+    # the rule file's problem is the rule file's (its name and line, exit 2), said once; not
+    # an error record per trace blamed on the traces file
+    example = REPO / "examples" / "dataset"
+    rules = tmp_path / "rules.json"
+    rules.write_text('{\n  "forbidden": [{"tool": 5}]\n}\n')
+    out = tmp_path / "out.json"
+    args = [str(example / "gold.jsonl"), str(example / "traces.jsonl"), "-o", str(out)]
+    proc = run_cli("eval", *args, "--forbidden", str(rules))
+    assert proc.returncode == 2
+    assert f"{rules}:2: forbidden: forbidden rule 0 needs a non-empty 'tool'" in proc.stderr
+    assert "traces.jsonl" not in proc.stderr and not out.exists()
+    proc = run_cli("eval", *args, "--forbidden", str(tmp_path / "none.json"))
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'none.json'}: cannot read the rule file: file not found" in proc.stderr
+
+
+def test_a_rule_file_naming_a_schema_file(tmp_path: Path) -> None:
+    # "schemas": "tools.json" is read next to the rule file, for every trace of the dataset
+    example = REPO / "examples" / "dataset"
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+    tools = [{"name": "search_flights", "input_schema": schema}]
+    (rules_dir / "tools.json").write_text(json.dumps(tools))
+    rules = rules_dir / "rules.json"
+    rules.write_text(json.dumps({"schemas": "tools.json"}))
+    result = evaluate_dataset(
+        str(example / "gold.jsonl"), str(example / "traces.jsonl"), forbidden=str(rules)
+    )
+    gold = _gold(example / "gold.jsonl")
+    found = 0
+    for record in result:
+        calls = _by_trace(example / "traces.jsonl")[record.trace_id]
+        alone = evaluate(gold[record.trace_id], calls, forbidden=str(rules))
+        kinds: dict[str, int] = defaultdict(int)
+        for finding in alone.findings:
+            kinds[f"{finding.check}/{finding.kind}"] += 1
+        assert record.findings == dict(kinds), record.trace_id
+        found += record.findings.get("rules/schema_violation", 0)
+    assert found > 0

@@ -381,6 +381,36 @@ def test_one_gold_behind_a_url_reaches_workers_elsewhere(
     got.close()
 
 
+def test_a_rule_file_only_the_driver_sees(
+    dataset: tuple[Path, Path], elsewhere: tuple[Any, Path]
+) -> None:
+    # the rule file, and the schema file it names, are on the driver's disk only: the
+    # workers get the rules read, and find what the pool finds
+    client, hidden = elsewhere
+    gold, traces = dataset
+    folder = hidden / "rules"
+    folder.mkdir()
+    schema = {"type": "object", "required": ["never_given"]}
+    (folder / "tools.json").write_text(json.dumps([{"name": "book", "input_schema": schema}]))
+    rules = folder / "rules.json"
+    rules.write_text(json.dumps({"forbidden": [{"tool": "cancel"}], "schemas": "tools.json"}))
+    try:
+        options: dict[str, Any] = {"forbidden": str(rules), "part_bytes": 200_000}
+        pool = _plain(evaluate_dataset(str(gold), str(traces), engine="local", **options))
+        on_dask = evaluate_dataset(
+            str(gold), str(traces), client=client, workdir=str(hidden), **options
+        )
+        assert _plain(on_dask) == pool
+        on_dask.close()
+        kinds = {f["kind"]: f["count"] for f in pool[1]["findings"]}
+        assert kinds.get("rules/schema_violation", 0) > 0, kinds
+        assert kinds.get("policy/forbidden_call", 0) > 0, kinds
+    finally:
+        (folder / "tools.json").unlink()
+        rules.unlink()
+        folder.rmdir()
+
+
 def _listing(shared: str, bucket: Any) -> list[str]:
     """The files below ``shared`` (a local directory, or an ``s3://`` prefix)."""
     if shared.startswith("s3://"):

@@ -36,7 +36,14 @@ from .inputs import (
 from .records import PassCriterion, TraceRecord
 from .regroup import Regroup, ids_in
 from .tally import MAX_LISTED, Tally
-from .worker import Config, PartResult, fewer_collections, range_lines
+from .worker import (
+    Config,
+    PartResult,
+    RuleFile,
+    fewer_collections,
+    range_lines,
+    read_rule_file,
+)
 
 __all__ = ["DatasetResult", "aevaluate_dataset", "evaluate_dataset"]
 
@@ -292,6 +299,12 @@ def evaluate_dataset(
     own_client: Any = None
     shared: str | None = None
     try:
+        # the rule file is read (and checked) here, first: a worker anywhere gets its rules
+        rules: RuleFile | tuple[Any, ...] | None = None
+        if isinstance(forbidden, str):
+            rules = read_rule_file(forbidden)
+        elif forbidden is not None:
+            rules = tuple(forbidden)
         spec = build_gold(
             gold,
             work,
@@ -328,10 +341,6 @@ def evaluate_dataset(
             unpack_dir=area,
             **({"part_bytes": part_bytes} if part_bytes else {}),
         )
-        if isinstance(forbidden, str) or forbidden is None:
-            rules: str | tuple[Any, ...] | None = forbidden
-        else:
-            rules = tuple(forbidden)
         cfg = Config(
             gold=spec,
             format=format,

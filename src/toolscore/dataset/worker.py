@@ -65,7 +65,15 @@ from .records import (
     write_records,
 )
 
-__all__ = ["DEFAULT_TASK_REGEX", "Config", "PartResult", "range_lines", "run_part"]
+__all__ = [
+    "DEFAULT_TASK_REGEX",
+    "Config",
+    "PartResult",
+    "RuleFile",
+    "range_lines",
+    "read_rule_file",
+    "run_part",
+]
 
 DEFAULT_TASK_REGEX = r"^(?P<task>.+?)[/:_.-]+(?:trial|try|run|sample|attempt|seed)[-_]?\d+$"
 """Without ``--task-key`` or ``--task-regex``, a trace id ending in ``/trial2`` (``_try3``,
@@ -79,7 +87,8 @@ class Config:
     gold: GoldSpec
     format: str = "auto"
     weights: dict[str, float] | None = None
-    forbidden: str | tuple[Any, ...] | None = None
+    forbidden: RuleFile | tuple[Any, ...] | None = None
+    """The rule file (:func:`read_rule_file`), or forbidden rules given in Python."""
     strict: bool = False
     trace_key: str | None = None
     """``None`` or ``auto``: detected per file from :data:`~.inputs.ID_KEYS`."""
@@ -213,22 +222,54 @@ class _ToolCounter:
         self.counts.update(columns.tools)
 
 
+@dataclass(frozen=True)
+class RuleFile:
+    """A rule file as the driver read it (picklable, unlike the rules built from it): its
+    name and its JSON, with the schema file it names read in, so that a worker on any
+    machine builds the same rules without reading a file."""
+
+    name: str
+    data: Any
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """Identifies these rules in a worker's cache."""
+
+
+def read_rule_file(path: str) -> RuleFile:
+    """Read and check the rule file ``path`` here, before any worker starts.
+
+    Raises:
+        RuleFileError: as :func:`~toolscore.hardrules.load_rules` (the file, the rule, the
+            line): the run does not start.
+    """
+    from ..errors import RuleFileError
+    from ..hardrules import load_rules
+    from ..hardrules.schemas import schema_file
+    from ..jsonfile import read_json
+
+    load_rules(path)
+    data = read_json(path, "rule file", RuleFileError)[0]
+    if isinstance(data, dict) and isinstance(data.get("schemas"), str):
+        named = schema_file(path, data["schemas"])
+        data = {**data, "schemas": read_json(named, "schema file", RuleFileError)[0]}
+    return RuleFile(path, data)
+
+
 _RULES: dict[Any, Any] = {}
 
 
-def _rules(forbidden: str | tuple[Any, ...] | None) -> Any:
+def _rules(forbidden: RuleFile | tuple[Any, ...] | None) -> Any:
     if forbidden is None:
         return None
-    key = forbidden if isinstance(forbidden, str) else id(forbidden)
+    key = forbidden.token if isinstance(forbidden, RuleFile) else id(forbidden)
     rules = _RULES.get(key)
     if rules is None:
-        from ..hardrules import load_rules
+        from ..hardrules import ruleset_from_json
         from ..rules import rules_from_python
 
         # a rule file holds forbidden rules or an object with hard rules too, as for one trace
         rules = (
-            load_rules(forbidden)
-            if isinstance(forbidden, str)
+            ruleset_from_json(forbidden.data, forbidden.name)
+            if isinstance(forbidden, RuleFile)
             else rules_from_python(list(forbidden))
         )
         _RULES.clear()

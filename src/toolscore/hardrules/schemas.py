@@ -46,6 +46,7 @@ __all__ = [
     "ToolSchemas",
     "error_path",
     "fast_test",
+    "schema_file",
     "subset_problem",
     "tool_definitions",
 ]
@@ -500,6 +501,12 @@ class _Compiled:
         return self._validator
 
 
+def schema_file(rule_file: str, named: str | os.PathLike[str]) -> str:
+    """The schema file a rule file's ``schemas`` names: relative to the rule file's folder."""
+    base = os.path.dirname(rule_file) if rule_file and not rule_file.startswith("<") else ""
+    return os.path.join(base, os.fspath(named))
+
+
 class ToolSchemas:
     """Compiled argument validators by tool name (see the module docstring).
 
@@ -550,8 +557,7 @@ class ToolSchemas:
         if isinstance(data, (str, os.PathLike)):
             from ..jsonfile import read_json
 
-            base = os.path.dirname(path) if path and not path.startswith("<") else ""
-            name = os.path.join(base, os.fspath(data))
+            name = schema_file(path, data)
             return cls.from_definitions(read_json(name, "schema file", RuleFileError)[0], name)
         try:
             pairs = tool_definitions(data)
