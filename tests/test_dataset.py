@@ -20,6 +20,7 @@ from toolscore import evaluate
 from toolscore._exact import ExactAdder
 from toolscore.dataset import (
     Aggregate,
+    DatasetResult,
     PassCriterion,
     TraceRecord,
     aevaluate_dataset,
@@ -1135,3 +1136,30 @@ def test_a_rule_file_naming_a_schema_file(tmp_path: Path) -> None:
         assert record.findings == dict(kinds), record.trace_id
         found += record.findings.get("rules/schema_violation", 0)
     assert found > 0
+
+
+def test_a_cut_after_a_line_without_an_id(tmp_path: Path) -> None:
+    # a line without an id does not end the trace around it, for a byte range as for the
+    # file read whole: the broken line after it goes with that trace once, the lines after
+    # keep their numbers
+    calls = [
+        {"trace_id": f"t{i // 3}", "tool": "search", "args": {"q": "x" * 40}} for i in range(9)
+    ]
+    lines = [json.dumps(c) for c in calls]
+    lines[4:4] = ['{"no_id": true}', "{broken", ""]
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("\n".join(lines) + "\n")
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps([{"tool": "search", "args": {"q": "x"}}]))
+    whole = evaluate_dataset(str(gold), str(traces), engine="inline")
+    cut_at = sum(len(line) + 1 for line in lines[:5])  # just after the line without an id
+
+    def records(result: DatasetResult) -> list[dict[str, Any]]:
+        out = [_asdict(r) | {"order": None} for r in result]
+        return sorted(out, key=lambda d: (d["line"] or 0, d["trace_id"]))
+
+    want = records(whole)
+    assert [d["line"] for d in want] == [1, 4, 5, 10]  # t0, t1, the line without an id, t2
+    for part_bytes in (cut_at - 2, cut_at, cut_at + 3):
+        cut = evaluate_dataset(str(gold), str(traces), engine="inline", part_bytes=part_bytes)
+        assert records(cut) == want, part_bytes

@@ -666,12 +666,11 @@ def iter_lines(f: IO[bytes], start: int = 0) -> Iterator[tuple[int, bytes]]:
 
 def _previous_id(f: IO[bytes], start: int, ids: IdReader) -> tuple[str | None, int]:
     """The offset of the first line that starts at or after ``start``, and the id of the trace
-    the lines before it continue: the id of the line that holds byte ``start - 1``, or, when
-    that line is blank or malformed, of the nearest line before it with an id (blank and
-    malformed lines go with the trace before them); ``None`` when a line without an id comes
-    first, or none has one."""
+    the lines before it continue: the id of the nearest line before it that has one (blank
+    and malformed lines, and JSON objects without an id, go with the trace before them, as
+    :func:`contiguous_traces` reads a file); ``None`` when no line before it has one."""
     begin = next_line(f, start)
-    return id_before(f, begin, ids), begin
+    return id_before(f, begin, ids, named=True), begin
 
 
 BACK_BYTES = 1 << 16
@@ -776,17 +775,20 @@ def contiguous_traces(
                 one = None
             if skip is not None:
                 # the end of the trace the part before this one started (its lines, and the
-                # blank and malformed lines that go with it): that part reads them
+                # blank, malformed and id-less lines that go with it): that part reads them
                 if end is not None and offset >= end:  # no trace of this range's own
                     yield (lineno, reached, "")
                     return
-                if blank or one is None or one[0] == skip:
+                if blank or one is None or one[0] is None or one[0] == skip:
                     continue
                 skip = None
             if (
                 end is not None
                 and offset >= end
-                and (current is None or (one is not None and one[0] != current.trace_id))
+                and (
+                    current is None
+                    or (one is not None and one[0] is not None and one[0] != current.trace_id)
+                )
             ):
                 if current is not None:
                     yield current
