@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -1136,6 +1137,86 @@ def test_a_rule_file_naming_a_schema_file(tmp_path: Path) -> None:
         assert record.findings == dict(kinds), record.trace_id
         found += record.findings.get("rules/schema_violation", 0)
     assert found > 0
+
+
+_LINE = st.one_of(
+    st.tuples(st.just("id"), st.integers(0, 5), st.text("ab{}", max_size=30)),
+    st.tuples(st.sampled_from(["blank", "bad", "noid"])),
+)
+
+
+def _file_of(items: list[tuple[Any, ...]]) -> bytes:
+    out = []
+    for item in items:
+        if item[0] == "id":
+            out.append(json.dumps({"trace_id": f"t{item[1]}", "pad": item[2]}).encode() + b"\n")
+        else:
+            out.append({"blank": b"  \n", "bad": b"{oops\n", "noid": b'{"x": 1}\n'}[item[0]])
+    return b"".join(out)
+
+
+def _events(f: Any, start: int, end: int | None, base: int, first_line: int) -> tuple[Any, int]:
+    """What contiguous_traces reads, with the file's offsets and line numbers."""
+    from toolscore.dataset.inputs import IdReader, contiguous_traces
+
+    out: list[Any] = []
+    lines = 0
+    for got in contiguous_traces(f, IdReader("trace_id", None), start, end):
+        if isinstance(got, tuple):
+            if got[2]:
+                out.append((got[0] + first_line, got[1] + base, got[2]))
+            else:
+                lines = got[0]
+            continue
+        numbers = [n + first_line for n in got.linenos]
+        out.append((got.trace_id, b"".join(got.lines), numbers, got.offset + base))
+    return out, lines
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_LINE, min_size=1, max_size=60), st.integers(8, 300))
+def test_shipped_ranges_read_what_byte_ranges_read(items: list[Any], part_bytes: int) -> None:
+    # the file read in byte ranges, or in ranges sent with their bytes (cut at trace
+    # boundaries, read whole where they land), gives the traces, line errors, offsets and
+    # line numbers of the file read whole
+    import io
+    import tempfile
+
+    from toolscore.dataset.inputs import Input, ship_parts
+
+    data = _file_of(items)
+    whole, _ = _events(io.BytesIO(data), 0, None, 0, 0)
+    in_place: list[Any] = []
+    line = 0
+    for start in range(0, len(data), part_bytes):
+        end = min(start + part_bytes, len(data))
+        got, lines = _events(io.BytesIO(data), start, end, 0, line)
+        in_place += got
+        line += lines
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "copy.jsonl")
+        with open(path, "wb") as f:
+            f.write(data)
+        item = Input(url="x.jsonl.gz", size=len(data), name="x", local=path)
+        parts = ship_parts(item, "trace_id", None, part_bytes, 0)
+    assert parts[0].start == 0 and parts[-1].end == len(data)
+    assert all(a.end == b.start and a.start < a.end for a, b in itertools.pairwise(parts))
+    sent: list[Any] = []
+    line = 0
+    for part in parts:
+        assert part.ship and part.end is not None
+        got, lines = _events(io.BytesIO(data[part.start : part.end]), 0, None, part.start, line)
+        sent += got
+        line += lines
+    # (an error line inside a trace's span is yielded before the trace when read whole,
+    # after it when a range ends there: the same records, in line order)
+    assert sorted(in_place, key=_first_line) == sorted(whole, key=_first_line)
+    assert sorted(sent, key=_first_line) == sorted(whole, key=_first_line)
+
+
+def _first_line(event: tuple[Any, ...]) -> int:
+    first: int = event[2][0] if isinstance(event[2], list) else event[0]
+    return first
 
 
 def test_a_cut_after_a_line_without_an_id(tmp_path: Path) -> None:

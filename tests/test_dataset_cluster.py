@@ -213,8 +213,9 @@ def test_workers_that_do_not_see_the_work_directory(
     tmp_path: Path, dataset: tuple[Path, Path], elsewhere: tuple[Any, Path]
 ) -> None:
     # the workers' addresses are loopback ones, but not their disks: the run finds out
-    # (a probe file) and does not hand them the work directory's files; each file is read by
-    # the workers from where it is, a compressed or interleaved one by one worker, whole
+    # (a probe file) and does not hand them the work directory's files. A plain file is
+    # read by the workers from where it is; a compressed one is decompressed here and its
+    # ranges sent to them with their bytes; an interleaved one is grouped by one worker
     import gzip
 
     from _datasets import shaped_dataset
@@ -228,10 +229,17 @@ def test_workers_that_do_not_see_the_work_directory(
     mixed = shaped_dataset(traces, "interleaved")
     packed = tmp_path / "traces.jsonl.gz"
     packed.write_bytes(gzip.compress(traces.read_bytes()))
+    from distributed import get_task_stream
+
     opts: dict[str, Any] = {"part_bytes": 20_000}
     for path in (traces, packed, mixed):
         pool = _plain(evaluate_dataset(str(gold), str(path), engine="local", workers=2, **opts))
-        on_dask = evaluate_dataset(str(gold), str(path), client=client, workdir=str(hidden), **opts)
+        with get_task_stream(client) as stream:
+            on_dask = evaluate_dataset(
+                str(gold), str(path), client=client, workdir=str(hidden), **opts
+            )
+        ran = {t["key"] for t in stream.data if str(t["key"]).startswith("toolscore-part-")}
+        assert (len(ran) == 1) is (path is mixed), (path.name, len(ran))
         assert on_dask.engine == "dask"
         got = _plain(on_dask)
         on_dask.close()
@@ -315,46 +323,49 @@ def test_a_shared_directory_spreads_such_files_over_the_workers(
 def test_shared_dir_on_the_command_line(
     tmp_path: Path, dataset: tuple[Path, Path], elsewhere: tuple[Any, Path]
 ) -> None:
-    # `toolscore eval ... --scheduler ADDRESS --shared-dir DIR`, its temporary directory
-    # where the workers cannot see it: the per-trace records of the pool, in its order. The
-    # file is large enough to be decompressed and cut (9 MB, stored uncompressed in gzip)
-    import gzip
-
+    # `toolscore eval ... --scheduler ADDRESS [--shared-dir DIR]`, its temporary directory
+    # where the workers cannot see it, on a file whose lines interleave, large enough to be
+    # cut (9 MB): with the directory, its lines are scattered there and grouped on all
+    # workers, and the per-trace records are the pool's, in its order; without, one worker
+    # groups it whole (the same records, in order of first appearance)
     from _cli import cli_env
+    from _datasets import shaped_dataset
 
     client, hidden = elsewhere
     traces, gold = tmp_path / "traces.jsonl", tmp_path / "gold.jsonl"
     _generate(traces, gold, 1600)
-    packed = dataset[1].parent / "big.jsonl.gz"  # (where the workers see it)
-    packed.write_bytes(gzip.compress(traces.read_bytes(), compresslevel=0))
-    shared = dataset[1].parent / "shared-cli"
+    mixed = shaped_dataset(traces, "interleaved")
+    shared = tmp_path / "shared"
     shared.mkdir()
     env = cli_env() | {"TMPDIR": str(hidden)}
 
-    def run(name: str, *options: str) -> bytes:
+    def run(name: str, *options: str) -> tuple[bytes, int]:
+        from distributed import get_task_stream
+
         out = tmp_path / f"{name}.jsonl"
         report = str(tmp_path / f"{name}.json")
-        done = subprocess.run(
-            [*TOOLSCORE, str(gold), str(packed), "--per-trace", str(out), "-o", report, *options],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        args = [str(gold), str(mixed), "--per-trace", str(out), "-o", report, *options]
+        with get_task_stream(client) as stream:
+            done = subprocess.run(
+                [*TOOLSCORE, *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
         assert done.returncode in (0, 1), done.stderr
-        return out.read_bytes()
+        ran = {t["key"] for t in stream.data if str(t["key"]).startswith("toolscore-part-")}
+        return out.read_bytes(), len(ran)
 
-    on_pool = run("pool", "--engine", "local", "--workers", "2")
-    from distributed import get_task_stream
-
+    on_pool, _ = run("pool", "--engine", "local", "--workers", "2")
     address = client.scheduler.address
-    with get_task_stream(client) as stream:
-        on_dask = run("dask", "--scheduler", address, "--shared-dir", str(shared))
-    ran = {t["key"] for t in stream.data if str(t["key"]).startswith("toolscore-part-")}
-    assert len(ran) >= 2  # cut into ranges (read whole, it is one part)
+    on_dask, parts = run("dask", "--scheduler", address, "--shared-dir", str(shared))
     assert on_dask == on_pool and on_pool.count(b"\n") == 1600
+    assert parts > 2  # its scatter ranges, then the parts that group them
     assert not any(shared.rglob("*"))  # used, then emptied
+    alone, parts = run("alone", "--scheduler", address)
+    assert parts == 1 and sorted(alone.splitlines()) == sorted(on_pool.splitlines())
     assert list(hidden.iterdir()) == []
 
 

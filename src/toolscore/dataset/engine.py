@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .inputs import Part
@@ -136,6 +136,17 @@ def _pool(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def with_data(part: Part) -> Part:
+    """``part``, with its bytes when it is a :attr:`~.inputs.Part.ship` range (read from
+    this machine's copy as it is submitted: at most the parts in flight are in memory)."""
+    if not part.ship:
+        return part
+    with open(part.inputs[0].path, "rb") as f:
+        f.seek(part.start)
+        data = f.read((part.end or part.start) - part.start)
+    return replace(part, data=data)
+
+
 def _dask(
     parts: list[Part],
     cfg: Config,
@@ -165,7 +176,7 @@ def _dask(
                 # reschedules it on worker loss)
                 pending[part.index] = client.submit(
                     run_part,
-                    part,
+                    with_data(part),
                     cfg,
                     pure=False,
                     retries=1,

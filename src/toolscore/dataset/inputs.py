@@ -29,7 +29,7 @@ import tempfile
 import zlib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
-from itertools import groupby
+from itertools import groupby, pairwise
 from operator import attrgetter
 from typing import IO, Any
 
@@ -63,7 +63,9 @@ __all__ = [
     "partition",
     "plan_parts",
     "remove_location",
+    "ship_parts",
     "trace_name",
+    "trace_start",
     "unpack",
     "write_frame",
 ]
@@ -358,6 +360,12 @@ class Part:
     gather: tuple[tuple[str, int, int, int], ...] = ()
     """A partition of such a file, to group and evaluate: ``(spool file, start, end, lines
     before the range)`` for each range, in file order."""
+    ship: bool = False
+    """A byte range of a file on this machine's disk only (a copy the workers cannot see):
+    it starts and ends at trace boundaries (:func:`trace_start`), and the engine sends its
+    bytes with it (:attr:`data`)."""
+    data: bytes | None = None
+    """The bytes of a :attr:`ship` range, as its worker gets them."""
 
     @property
     def size(self) -> int:
@@ -577,6 +585,7 @@ def plan_parts(
     storage_options: dict[str, Any] | None = None,
     part_bytes: int = PART_BYTES,
     unpack_dir: str | None = None,
+    ship_dir: str | None = None,
 ) -> list[Part]:
     """Cut the dataset into parts: a large uncompressed multi-trace file whose traces are
     contiguous becomes byte ranges of about ``part_bytes``; small files are batched.
@@ -590,6 +599,11 @@ def plan_parts(
     cut into ranges that scatter its lines into partitions by trace id (:attr:`Part.scatter`,
     :data:`GATHER_BYTES` of lines each); the driver then plans the parts that group them
     (:func:`gather_parts`). Otherwise such a file is grouped whole, by one worker.
+
+    With ``ship_dir`` instead (a directory on this machine only, for a cluster whose workers
+    share no directory with it), such a compressed file is decompressed there all the same
+    and cut at trace boundaries into :attr:`Part.ship` ranges, whose bytes the engine sends
+    with each part; one whose lines interleave is read whole, by one worker, as before.
     """
     parts: list[Part] = []
     batch: list[Input] = []
@@ -603,9 +617,12 @@ def plan_parts(
 
     for item in inputs:
         compressed = is_compressed(item.url)
-        if unpack_dir is not None and compressed and item.size >= part_bytes:
-            item = unpack(item, unpack_dir, len(parts), key, storage_options)
+        original = item
+        copy_dir = unpack_dir if unpack_dir is not None else ship_dir
+        if copy_dir is not None and compressed and item.size >= part_bytes:
+            item = unpack(item, copy_dir, len(parts), key, storage_options)
             compressed = item.local is None
+        ship = unpack_dir is None and item.local is not None
         if item.size >= 2 * part_bytes and not compressed:
             with open_input(item.path, storage_options) as f:
                 head = sniff(f)
@@ -613,6 +630,10 @@ def plan_parts(
             mixed = found is not None and (
                 force_interleaved or interleaved(head, IdReader(found, task_key))
             )
+            if found is not None and ship and not mixed:
+                flush()
+                parts += ship_parts(item, found, task_key, part_bytes, len(parts))
+                continue
             if found is not None and (not mixed or unpack_dir is not None):
                 flush()
                 scatter = -(-item.size // GATHER_BYTES) + 1 if mixed else 0
@@ -621,12 +642,32 @@ def plan_parts(
                     end = cuts[i + 1] if i + 1 < len(cuts) else item.size
                     parts.append(Part(len(parts), (item,), start, end, found, scatter))
                 continue
+        if ship:  # (the copy is this machine's: a worker reads the file itself)
+            os.unlink(item.path)
+            item = original
         if batch and (len(batch) >= FILES_PER_PART or batch_bytes + item.size > part_bytes):
             flush()
         batch.append(item)
         batch_bytes += item.size
     flush()
     return parts
+
+
+def ship_parts(
+    item: Input, key: str, task_key: str | None, part_bytes: int, first: int
+) -> list[Part]:
+    """A decompressed copy on this machine cut into :attr:`Part.ship` ranges of about
+    ``part_bytes``, each from one trace boundary to the next (a trace longer than a range
+    makes the ranges around it one)."""
+    assert item.local is not None
+    ids = IdReader(key, task_key)
+    with open(item.local, "rb") as f:
+        starts = [trace_start(f, ids, cut, item.size) for cut in range(0, item.size, part_bytes)]
+    bounds = sorted(set(starts) | {item.size})
+    return [
+        Part(first + i, (item,), start, end, key, ship=True)
+        for i, (start, end) in enumerate(pairwise(bounds))
+    ]
 
 
 # -- reading traces ------------------------------------------------------------------------
@@ -671,6 +712,24 @@ def _previous_id(f: IO[bytes], start: int, ids: IdReader) -> tuple[str | None, i
     :func:`contiguous_traces` reads a file); ``None`` when no line before it has one."""
     begin = next_line(f, start)
     return id_before(f, begin, ids, named=True), begin
+
+
+def trace_start(f: IO[bytes], ids: IdReader, start: int, size: int) -> int:
+    """Where the traces that a byte range from ``start`` reads as its own begin (see
+    :func:`contiguous_traces`): the first line at or after ``start``, past the lines that
+    still belong to the trace before it; ``size`` (the file's) when none is left."""
+    if start <= 0:
+        return 0
+    skip, begin = _previous_id(f, start, ids)
+    if skip is None:
+        return min(begin, size)
+    f.seek(begin)
+    for pos, _, lines, got in id_chunks(f, ids, begin):
+        for line, one in zip(lines, line_ids(got), strict=True):
+            if not (one is BLANK or one is None or one[0] is None or one[0] == skip):
+                return pos
+            pos += len(line) + 1
+    return size
 
 
 BACK_BYTES = 1 << 16

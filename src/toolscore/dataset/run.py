@@ -25,6 +25,7 @@ from .aggregate import Aggregate, TaskOutcome, overall_pass
 from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids
 from .inputs import (
+    PART_BYTES,
     Part,
     gather_parts,
     in_location,
@@ -338,8 +339,11 @@ def evaluate_dataset(
             task_key=task_key,
             force_interleaved=interleaved,
             storage_options=options,
+            part_bytes=part_bytes or PART_BYTES,
             unpack_dir=area,
-            **({"part_bytes": part_bytes} if part_bytes else {}),
+            # no directory in common with the workers: a large compressed file is
+            # decompressed here, and each range's bytes go to its worker with it
+            ship_dir=work if area is None else None,
         )
         cfg = Config(
             gold=spec,

@@ -649,7 +649,13 @@ def _run_input(
         return (part.index, len(records))
 
     try:
-        f = open_lines(item.path, cfg.storage_options)
+        # (a range sent with its bytes: its offsets are the file's, from part.start on)
+        sent = part.data is not None
+        f = (
+            open_lines(item.path, cfg.storage_options)
+            if part.data is None
+            else io.BytesIO(part.data)
+        )
     except (OSError, InputError) as exc:
         error = str(exc) if isinstance(exc, InputError) else f"{source}: cannot read: {exc}"
         records.append(
@@ -705,14 +711,17 @@ def _run_input(
         else:
             lines_read = 0
             fmt = FileFormat(cfg, source)
-            for got in contiguous_traces(f, ids, part.start, part.end):
+            base = part.start if sent else 0
+            span = (0, None) if sent else (part.start, part.end)
+            for got in contiguous_traces(f, ids, *span):
                 if isinstance(got, tuple):
                     lineno, offset, problem = got
                     if problem:
-                        records.append(_line_error(source, lineno, offset, problem, order()))
+                        records.append(_line_error(source, lineno, base + offset, problem, order()))
                     else:
                         lines_read = lineno
                     continue
+                got.offset += base
                 _evaluate_trace(got, item, cfg, gold, tasks, records, part, fmt)
         _ended_early(f, item, part, records.last_id, records)
     return lines_read
