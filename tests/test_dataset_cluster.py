@@ -278,6 +278,18 @@ def test_a_shared_directory_spreads_such_files_over_the_workers(
     visible.mkdir(exist_ok=True)
     bucket = s3fs.S3FileSystem(**s3)
     opts: dict[str, Any] = {"part_bytes": 20_000}
+
+    def run(path: Path, shared: str, **more: Any) -> DatasetResult:
+        return evaluate_dataset(
+            str(gold),
+            str(path),
+            client=client,
+            workdir=str(hidden),
+            shared_dir=shared,
+            storage_options=s3,
+            **more,
+        )
+
     for path in (packed, mixed):
         pool = _plain(evaluate_dataset(str(gold), str(path), engine="local", workers=2, **opts))
         assert pool[1]["traces"] == 160
@@ -287,16 +299,7 @@ def test_a_shared_directory_spreads_such_files_over_the_workers(
             def look(*_: Any, shared: str = shared, written: list[str] = written) -> None:
                 written.extend(_listing(shared, bucket))  # (while the run goes on)
 
-            result = evaluate_dataset(
-                str(gold),
-                str(path),
-                client=client,
-                workdir=str(hidden),
-                shared_dir=shared,
-                storage_options=s3,
-                on_progress=look,
-                **opts,
-            )
+            result = run(path, shared, on_progress=look, **opts)
             assert _plain(result) == pool, (path.name, shared)
             result.close()
             # the run wrote its files there (a copy, or scattered lines) and removed them
@@ -308,14 +311,7 @@ def test_a_shared_directory_spreads_such_files_over_the_workers(
 
     for missing in ("s3://no-such-bucket/tmp/", str(tmp_path / "no" / "such")):
         with pytest.raises(UsageError, match="--shared-dir"):
-            evaluate_dataset(
-                str(gold),
-                str(packed),
-                client=client,
-                workdir=str(hidden),
-                shared_dir=missing,
-                storage_options=s3,
-            )
+            run(packed, missing)
     assert not bucket.exists("no-such-bucket")
     assert list(hidden.iterdir()) == []
 
