@@ -136,8 +136,8 @@ SharedDirOption = Annotated[
         "--shared-dir",
         help="Dataset on Dask: an existing directory (a path all machines mount, or a URL "
         "such as s3://bucket/tmp/) the workers and this process share, when they do not share "
-        "this machine's disk: large compressed and interleaved files are then spread over all "
-        "workers through it.",
+        "this machine's disk: large compressed and interleaved files then go to the workers "
+        "through it, not through this machine.",
     ),
 ]
 InterleavedOption = Annotated[

@@ -24,6 +24,10 @@ __all__ = ["ENGINES", "PartLost", "run_parts"]
 
 ENGINES = ("local", "dask", "inline")
 
+SENT_IN_FLIGHT = 8
+"""Parts sent with their bytes (:attr:`~.inputs.Part.ship`) in flight at most: a byte range
+of about :data:`~.inputs.PART_BYTES`, or a partition of about :data:`~.inputs.GATHER_BYTES`."""
+
 
 @dataclass
 class PartLost:
@@ -137,14 +141,28 @@ def _pool(
 
 
 def with_data(part: Part) -> Part:
-    """``part``, with its bytes when it is a :attr:`~.inputs.Part.ship` range (read from
-    this machine's copy as it is submitted: at most the parts in flight are in memory)."""
+    """``part``, with its bytes when it is a :attr:`~.inputs.Part.ship` range or partition
+    (read from this machine's files as it is submitted: at most the parts in flight are in
+    memory)."""
     if not part.ship:
         return part
-    with open(part.inputs[0].path, "rb") as f:
-        f.seek(part.start)
-        data = f.read((part.end or part.start) - part.start)
-    return replace(part, data=data)
+    sections = part.gather or ((part.inputs[0].path, part.start, part.end or part.start, 0),)
+    pieces = []
+    for path, start, end, _ in sections:
+        with open(path, "rb") as f:
+            f.seek(start)
+            pieces.append(f.read(end - start))
+    return replace(part, data=b"".join(pieces))
+
+
+class _RanHere:
+    """The outcome of a part run in this process, standing for a cluster's future."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        self._outcome = outcome
+
+    def result(self) -> Outcome:
+        return self._outcome
 
 
 def _dask(
@@ -168,10 +186,20 @@ def _dask(
         limit = 2 * workers
         queue = list(reversed(parts))
         pending: dict[int, Any] = {}
+        sending: set[int] = set()  # the parts in flight with their bytes (with_data)
         following = parts[0].index if parts else 0  # (numbered on from there)
         while queue or pending:
             while queue and len(pending) < limit:
-                part = queue.pop()
+                part = queue[-1]
+                if part.ship and part.scatter:  # (its file is read here only)
+                    queue.pop()
+                    pending[part.index] = _RanHere(_inline(part, cfg))
+                    continue
+                if part.ship and len(sending) >= SENT_IN_FLIGHT:
+                    break  # (the bytes held here stay bounded, however many the workers)
+                queue.pop()
+                if part.ship:
+                    sending.add(part.index)
                 # retries=1: a task whose worker died is run once more (the scheduler also
                 # reschedules it on worker loss)
                 pending[part.index] = client.submit(
@@ -183,6 +211,7 @@ def _dask(
                     key=f"toolscore-part-{part.index}-{id(parts)}",
                 )
             future = pending.pop(following)
+            sending.discard(following)
             try:
                 yield future.result()
             except Exception as exc:

@@ -70,7 +70,7 @@ __all__ = [
     "write_frame",
 ]
 
-GATHER_BYTES = 32 * 1024 * 1024
+GATHER_BYTES = 8 * 1024 * 1024
 """About the lines of a file whose lines interleave that one gather part groups in memory."""
 PART_BYTES = 4 * 1024 * 1024
 """Target size of a byte-range part of a multi-trace file (from 8 MiB on, a file is cut).
@@ -361,11 +361,13 @@ class Part:
     """A partition of such a file, to group and evaluate: ``(spool file, start, end, lines
     before the range)`` for each range, in file order."""
     ship: bool = False
-    """A byte range of a file on this machine's disk only (a copy the workers cannot see):
-    it starts and ends at trace boundaries (:func:`trace_start`), and the engine sends its
-    bytes with it (:attr:`data`)."""
+    """A part whose input only this machine reads, for workers that share no directory with
+    it: a byte range of a decompressed copy here (from one trace boundary to the next,
+    :func:`trace_start`) or a partition of scattered lines, whose bytes the engine sends
+    with it (:attr:`data`); or a scatter range, which the engine runs here."""
     data: bytes | None = None
-    """The bytes of a :attr:`ship` range, as its worker gets them."""
+    """The bytes of a :attr:`ship` part, as its worker gets them: the range's, or the
+    partition's sections of every range (in :attr:`gather` order)."""
 
     @property
     def size(self) -> int:
@@ -529,6 +531,7 @@ def gather_parts(scattered: list[tuple[Part, str, list[int], int]], first: int) 
             (item,),
             key=ranges[0][0].key,
             gather=tuple((path, cuts[p], cuts[p + 1], base) for _, path, cuts, base in ranges),
+            ship=ranges[0][0].ship,
         )
         for p in range(count)
     ]
@@ -603,7 +606,9 @@ def plan_parts(
     With ``ship_dir`` instead (a directory on this machine only, for a cluster whose workers
     share no directory with it), such a compressed file is decompressed there all the same
     and cut at trace boundaries into :attr:`Part.ship` ranges, whose bytes the engine sends
-    with each part; one whose lines interleave is read whole, by one worker, as before.
+    with each part; a large file whose lines interleave is cut into scatter ranges that this
+    process runs itself (:attr:`Part.ship`), writing the partitions there, and the parts that
+    group them get their partition's lines sent with them.
     """
     parts: list[Part] = []
     batch: list[Input] = []
@@ -634,13 +639,14 @@ def plan_parts(
                 flush()
                 parts += ship_parts(item, found, task_key, part_bytes, len(parts))
                 continue
-            if found is not None and (not mixed or unpack_dir is not None):
+            if found is not None and (not mixed or unpack_dir is not None or ship_dir):
                 flush()
+                here = mixed and unpack_dir is None  # (scattered by this process)
                 scatter = -(-item.size // GATHER_BYTES) + 1 if mixed else 0
                 cuts = list(range(0, item.size, part_bytes))
                 for i, start in enumerate(cuts):
                     end = cuts[i + 1] if i + 1 < len(cuts) else item.size
-                    parts.append(Part(len(parts), (item,), start, end, found, scatter))
+                    parts.append(Part(len(parts), (item,), start, end, found, scatter, ship=here))
                 continue
         if ship:  # (the copy is this machine's: a worker reads the file itself)
             os.unlink(item.path)

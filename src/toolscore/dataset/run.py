@@ -15,7 +15,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import IO, Any
 
@@ -256,9 +256,9 @@ def evaluate_dataset(
             :func:`workers_share`), a directory that this process and every worker read and
             write: a path on a disk they all mount, or a URL (``s3://bucket/tmp/``, with
             ``storage_options``). A large compressed file is decompressed into it and an
-            interleaved one scattered through it, so that all workers share their work
-            (without it, one worker reads each such file whole). The run's files there are
-            removed when it ends.
+            interleaved one scattered through it by the workers (without it, this process
+            does both, and sends the workers their ranges and partitions). The run's files
+            there are removed when it ends.
         pii: also look for (and redact) personal data, as for :func:`toolscore.evaluate_trace`
             (``None``: the kinds active in the caller, e.g. the command line's ``--pii``).
         max_value_bytes: the largest value read whole (``None``: the limit active in the
@@ -359,7 +359,7 @@ def evaluate_dataset(
             storage_options=options,
             spill_dir=work,
             records_dir=local_disk,
-            scatter_dir=area,
+            scatter_dir=area if area is not None else work,  # (else scattered here)
             pii=kinds,
             max_value_bytes=limit,
             details=details,
@@ -891,7 +891,12 @@ def _drive(
             ranges = scattered.get(url, [])
             first = len(parts) + len(grouping)
             if url in lost_ranges:
-                grouping.append(Part(first, lost_ranges[url].inputs))
+                lost = lost_ranges[url]
+                # (a copy only this machine has: the worker reads the file itself)
+                inputs = lost.inputs
+                if lost.ship:
+                    inputs = tuple(replace(i, local=None) for i in inputs)
+                grouping.append(Part(first, inputs))
                 size = lost_ranges[url].inputs[0].size  # (the last range: its end too)
                 reported[first] = [
                     (r[0].start, (r[0].end or 0) + (r[0].end == size)) for r in ranges

@@ -1030,7 +1030,11 @@ def _run_gather(part: Part, cfg: Config, gold: Any, tasks: _Tasks, records: Reco
     by trace id and evaluated, a trace at a time in order of its first line."""
     item = part.inputs[0]
     groups: dict[str, Trace] = {}
+    sent = None if part.data is None else io.BytesIO(part.data)  # (the sections, in order)
     for path, start, end, base in part.gather:
+        if sent is not None:
+            add_frames(groups, sent, end - start, base)
+            continue
         with open_input(path, cfg.storage_options) as f:
             f.seek(start)
             add_frames(groups, f, end - start, base)
