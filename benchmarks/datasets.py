@@ -9,6 +9,11 @@ way, then times, each in a fresh process (so peak RSS is that run's):
 
 * ``toolscore eval GOLD TRACES -o ... --workers N`` (the process pool) for each N;
 * the same on a Dask ``LocalCluster`` of N worker processes (``--dask``);
+* ``--elsewhere``: the same on a Dask cluster whose N workers cannot see this machine's
+  temporary directory, as workers on other machines (a scheduler and ``dask worker``
+  processes on 127.0.0.1, each worker in a mount namespace of its own where a tmpfs covers
+  the run's work directory; Linux, as root). The run then sends a compressed file's ranges
+  and an interleaved file's partitions to the workers with their bytes;
 * ``--loop``: the baseline a user has without datasets: read the file, group the lines by
   trace id, and call ``toolscore.evaluate()`` on each trace in one process;
 * ``--loop-python PYTHON`` (with ``--loop``): the same loop, in the same run, under another
@@ -211,14 +216,37 @@ def main():
     threading.Thread(target=poll, daemon=True).start()
     gold, traces, engine, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     client = None
+    workdir = None
+    processes = []
     if engine == "dask":
         from distributed import Client, LocalCluster
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address="127.0.0.1:0")
         client = Client(cluster)
+    if engine == "elsewhere":
+        # workers that share no directory with this process: a scheduler and `workers` dask
+        # workers on 127.0.0.1, each in a mount namespace of its own where an empty tmpfs
+        # covers this run's work directory (Linux, as root: unshare --mount)
+        import socket, subprocess, tempfile
+        from distributed import Client
+        workdir = tempfile.mkdtemp(prefix="toolscore-driver-only-")
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+        dask = [sys.executable, "-m", "dask"]
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        processes.append(subprocess.Popen(
+            [*dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+             "--dashboard-address", "127.0.0.1:0"], **quiet))
+        cover = f'mount -t tmpfs toolscore-bench "{workdir}" && exec "$@"'
+        for _ in range(workers):
+            processes.append(subprocess.Popen(
+                ["unshare", "--mount", "sh", "-c", cover, "sh", *dask, "worker",
+                 f"tcp://127.0.0.1:{port}", "--host", "127.0.0.1", "--nthreads", "1",
+                 "--no-nanny", "--no-dashboard"], **quiet))
+        client = Client(f"tcp://127.0.0.1:{port}", timeout=60)
+        client.wait_for_workers(workers, timeout=60)
     t = time.perf_counter()
-    r = evaluate_dataset(gold, traces, engine="local" if engine == "pool" else engine,
-                         workers=workers, client=client)
+    r = evaluate_dataset(gold, traces, engine="local" if engine == "pool" else "dask",
+                         workers=workers, client=client, workdir=workdir)
     wall = time.perf_counter() - t
     s = r.summary()
     out = {"wall": wall, "traces": s["traces"], "mean": s["mean_score"],
@@ -229,7 +257,13 @@ def main():
            "cpu": sum(CPU.values()) + sum(resource.getrusage(resource.RUSAGE_SELF)[:2])}
     r.close()
     if client is not None:
-        client.close(); cluster.close()
+        client.close()
+    if engine == "dask":
+        cluster.close()
+    for p in processes[1:] + processes[:1]:  # (the workers first, then their scheduler)
+        p.terminate(); p.wait()
+    if workdir is not None:
+        os.rmdir(workdir)
     print(json.dumps(out))
 if __name__ == "__main__":
     main()
@@ -367,6 +401,12 @@ def main() -> None:
     parser.add_argument("--traces", default="10000")
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--dask", action="store_true")
+    parser.add_argument(
+        "--elsewhere",
+        action="store_true",
+        help="also on a Dask cluster whose workers cannot see this machine's temporary "
+        "directory (workers in mount namespaces of their own; Linux, as root)",
+    )
     parser.add_argument("--loop", action="store_true")
     parser.add_argument(
         "--loop-python",
@@ -422,6 +462,7 @@ def main() -> None:
             (shape, int(w)) for shape in args.shapes.split(",") for w in args.workers.split(",")
         ):
             engines = ["pool"] + (["dask"] if args.dask else [])
+            engines += ["elsewhere"] if args.elsewhere else []
             path = shaped(traces, shape)
             for engine in engines:
                 r = _run(_RUN, str(gold), str(path), engine, str(workers))
