@@ -140,7 +140,7 @@ def _pool(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def with_data(part: Part) -> Part:
+def _with_data(part: Part) -> Part:
     """``part``, with its bytes when it is a :attr:`~.inputs.Part.ship` range or partition
     (read from this machine's files as it is submitted: at most the parts in flight are in
     memory)."""
@@ -186,7 +186,7 @@ def _dask(
         limit = 2 * workers
         queue = list(reversed(parts))
         pending: dict[int, Any] = {}
-        sending: set[int] = set()  # the parts in flight with their bytes (with_data)
+        sending: set[int] = set()  # the parts in flight with their bytes (_with_data)
         following = parts[0].index if parts else 0  # (numbered on from there)
         while queue or pending:
             while queue and len(pending) < limit:
@@ -204,7 +204,7 @@ def _dask(
                 # reschedules it on worker loss)
                 pending[part.index] = client.submit(
                     run_part,
-                    with_data(part),
+                    _with_data(part),
                     cfg,
                     pure=False,
                     retries=1,

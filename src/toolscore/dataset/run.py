@@ -342,7 +342,8 @@ def evaluate_dataset(
             part_bytes=part_bytes or PART_BYTES,
             unpack_dir=area,
             # no directory in common with the workers: a large compressed file is
-            # decompressed here, and each range's bytes go to its worker with it
+            # decompressed here and an interleaved one scattered here, and each range's or
+            # partition's bytes go to its worker with it
             ship_dir=work if area is None else None,
         )
         cfg = Config(
