@@ -732,10 +732,17 @@ def trace_start(f: IO[bytes], ids: IdReader, start: int, size: int) -> int:
     f.seek(begin)
     for pos, _, lines, got in id_chunks(f, ids, begin):
         for line, one in zip(lines, line_ids(got), strict=True):
-            if not (one is BLANK or one is None or one[0] is None or one[0] == skip):
+            if not _continues(one, skip):
                 return pos
             pos += len(line) + 1
     return size
+
+
+def _continues(one: Any, skip: str) -> bool:
+    """Whether a line, by the ids :func:`line_ids` gives it, still goes with the trace
+    ``skip`` before it: a blank or malformed line, a JSON object without an id, or a line of
+    that trace (where a byte range's own traces begin, :func:`contiguous_traces`)."""
+    return one is BLANK or one is None or one[0] is None or one[0] == skip
 
 
 BACK_BYTES = 1 << 16
@@ -844,7 +851,7 @@ def contiguous_traces(
                 if end is not None and offset >= end:  # no trace of this range's own
                     yield (lineno, reached, "")
                     return
-                if blank or one is None or one[0] is None or one[0] == skip:
+                if _continues(one, skip):  # (a blank line's ``one`` is None by now)
                     continue
                 skip = None
             if (

@@ -425,7 +425,7 @@ def workers_share(client: Any, directory: str) -> bool:
         remove_location(probe)
     try:
         return bool(answers) and all(
-            isinstance(written, str) and _read_back(written, token) for written in answers.values()
+            isinstance(written, str) and _holds(written, token) for written in answers.values()
         )
     finally:
         for written in answers.values():
@@ -435,11 +435,10 @@ def workers_share(client: Any, directory: str) -> bool:
 
 def _answer_probe(probe: str, token: str) -> str | None:
     """On a worker: the file written back when ``probe`` reads as ``token`` (else None)."""
+    if not _holds(probe, token):
+        return None
+    directory, name = os.path.split(probe)
     try:
-        with open(probe, encoding="utf-8") as f:
-            if f.read() != token:
-                return None
-        directory, name = os.path.split(probe)
         fd, written = tempfile.mkstemp(prefix=f"{name}-", dir=directory)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(token)
@@ -448,7 +447,8 @@ def _answer_probe(probe: str, token: str) -> str | None:
     return written
 
 
-def _read_back(path: str, token: str) -> bool:
+def _holds(path: str, token: str) -> bool:
+    """Whether the file at ``path`` can be read and reads as ``token``."""
     try:
         with open(path, encoding="utf-8") as f:
             return f.read() == token
