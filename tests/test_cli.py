@@ -121,7 +121,7 @@ def test_both_gates(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
-        "ERROR 2 forbidden call(s) or credential(s) found (--fail-on-violations)",
+        "ERROR 2 violation(s) found (1 forbidden call(s), 1 credential(s)) (--fail-on-violations)",
         "FAIL grade C is below --fail-under A",
     ]
 

@@ -67,5 +67,5 @@ def test_fail_on_violations(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
-        "ERROR 2 forbidden call(s) or credential(s) found (--fail-on-violations)"
+        "ERROR 2 violation(s) found (1 forbidden call(s), 1 credential(s)) (--fail-on-violations)"
     ]

@@ -53,7 +53,7 @@ def test_the_cli_counts_and_streams_every_finding(tmp_path: Path) -> None:
         "--fail-on-violations", "-o", str(report),
     )  # fmt: skip
     assert proc.returncode == 1
-    assert f"ERROR {2 * N} forbidden call(s) or credential(s) found" in proc.stderr
+    assert f"ERROR {2 * N} violation(s) found" in proc.stderr
     record = json.loads(report.read_text(encoding="utf-8"))
     assert record["summary"]["policy_violations"] == N
     kinds = [f["kind"] for f in record["findings"]]

@@ -95,7 +95,7 @@ def test_cli_pii(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert "passes personal data (email) in 'to': j…@example.org" in proc.stdout
-    assert "personal data found (--fail-on-violations)" in proc.stderr
+    assert "3 personal data) (--fail-on-violations)" in proc.stderr
     for text in (proc.stdout, proc.stderr, md.read_text("utf-8"), page.read_text("utf-8")):
         _absent(text)
     report = json.loads(out.read_text("utf-8"))

@@ -217,7 +217,7 @@ def test_signal_mid_stream_prints_the_summary_counting_every_call(
     assert "Overall Score" in text
     # stopped by a signal: 128 + its number (the gates still report what they found)
     assert code == (130 if sig == signal.SIGINT else 143), err
-    assert "forbidden call(s) or credential(s) found" in err
+    assert "violation(s) found" in err
 
 
 def test_findings_file_gets_each_finding_flushed_at_once(tmp_path: Path) -> None:

@@ -107,9 +107,8 @@ def gates_of(
     comparison: Comparison | None = None,
 ) -> list[Gate]:
     """The gates asked for on the command line, passed or failed, as JUnit test cases."""
-    from .reports import secret_count, violation_count
     from .reports.junit import Gate
-    from .verdict import passes
+    from .verdict import judge, passes
 
     gates: list[Gate] = []
     if threshold is not None:
@@ -121,13 +120,13 @@ def gates_of(
         )
         gates.append(Gate(f"fail-under {fail_under}", ok, "" if ok else what))
     if fail_on_violations:
-        count = violation_count(result) + secret_count(result)
-        ok = count == 0
+        found = judge(result).violations
+        ok = found.total == 0
         gates.append(
             Gate(
                 "fail-on-violations",
                 ok,
-                "" if ok else f"{count} forbidden call(s) or credential(s) found",
+                "" if ok else f"{found.total} violation(s) found ({found.describe()})",
             )
         )
     if comparison is not None:

@@ -30,6 +30,7 @@ from ._params import defer_coercion
 from .dataset import cli as dataset_cli
 from .limits import DEFAULT_MAX_VALUE_BYTES, ensure_recursion_limit, set_max_value_bytes
 from .redact import use_pii
+from .verdict import SCORE_EPSILON
 
 if TYPE_CHECKING:
     from rich.progress import Task
@@ -60,8 +61,6 @@ PROGRESS_REFRESH = 10
 
 EXTRA_COMMANDS: tuple[str, ...] = ()
 """Modules that add commands: each exposes ``register(app)``."""
-
-_SCORE_EPSILON = 1e-9  # a perfect default score is 0.9999999999999999
 
 app = typer.Typer(
     name="toolscore",
@@ -129,28 +128,25 @@ def _wants_progress(trace: str) -> bool:
 
 
 def _gates(result: ReportResult, opts: EvalOptions, threshold: float | str | None) -> Outcome:
-    from .reports import number, rule_violation_count, secret_count, section, violation_count
-    from .verdict import passes
+    from .verdict import judge, passes
 
+    verdict = judge(result)
     violations = False
     below = False
-    if opts.fail_on_violations:
-        rules = rule_violation_count(result)
-        personal = int(number(section(result.metrics, "security_metrics").get("pii_count")))
-        count = violation_count(result) + secret_count(result) + rules + personal
-        if count > 0:
-            violations = True
-            what = "forbidden call(s), broken rule(s)" if rules else "forbidden call(s)"
-            found = "credential(s) or personal data" if personal else "or credential(s)"
-            what = f"{what}, {found}" if personal else f"{what} {found}"
-            sys.stderr.write(f"ERROR {count} {what} found (--fail-on-violations)\n")
-    if threshold is not None:
-        score = result.score
+    if opts.fail_on_violations and verdict.violations.total:
+        violations = True
+        count = verdict.violations.total
+        sys.stderr.write(
+            f"ERROR {count} violation(s) found ({verdict.violations.describe()}) "
+            "(--fail-on-violations)\n"
+        )
+    if threshold is not None and verdict.score is not None:
+        score = verdict.score
         if isinstance(threshold, str):
             below = not passes(score, threshold)
-            what = f"grade {result.grade} is below --fail-under {threshold}"
+            what = f"grade {verdict.grade} is below --fail-under {threshold}"
         else:
-            below = not score >= threshold - _SCORE_EPSILON
+            below = not score >= threshold - SCORE_EPSILON
             what = f"score {score:.1%} is below --fail-under {opts.fail_under}"
         if below:
             sys.stderr.write(f"FAIL {what}\n")

@@ -19,7 +19,7 @@ from .capped import join_capped
 from .errors import InputError
 from .gold import side_effect_note
 from .records import call_record, expected_record, json_safe
-from .verdict import letter_grade
+from .verdict import PassCriterion, Verdict, judge, letter_grade
 
 if TYPE_CHECKING:
     from .checks._base import State
@@ -158,6 +158,8 @@ class EvaluationResult:
         input_findings: the readers' findings (a malformed line, an item of the wrong shape),
             the first ones.
         input_problems: how many of the readers' findings were errors (input skipped).
+        has_gold: False for a checks-only evaluation (no gold given): the record's score and
+            grade are then ``null`` and :meth:`verdict` has no score or pass.
     """
 
     DEFAULT_WEIGHTS: ClassVar[dict[str, float]] = dict(DEFAULT_WEIGHTS)
@@ -175,8 +177,11 @@ class EvaluationResult:
         failed_tools: Sequence[tuple[str, int]] = (),
         input_findings: Sequence[Finding] = (),
         input_problems: int = 0,
+        has_gold: bool = True,
     ) -> None:
         self.metrics = metrics
+        self.has_gold = has_gold
+        """False when no gold was given: the checks ran, but there is nothing to score."""
         self._weights = dict(weights)
         self.gold_calls = gold_calls
         self.trace_calls = trace_calls
@@ -208,6 +213,10 @@ class EvaluationResult:
     def grade(self) -> str:
         """The score's letter grade, ``A`` to ``F``."""
         return letter_grade(self.score)
+
+    def verdict(self, criterion: PassCriterion | None = None) -> Verdict:
+        """The verdict (score, grade, violations by kind, pass): :func:`toolscore.verdict.judge`."""
+        return judge(self, criterion)
 
     @property
     def selection_accuracy(self) -> float:
@@ -280,8 +289,8 @@ class EvaluationResult:
         actual = [] if self.trace_calls is None else [call_record(c) for c in self.trace_calls]
         record: dict[str, Any] = {
             "schema_version": RECORD_SCHEMA_VERSION,
-            "score": json_safe(self.score),
-            "grade": self.grade,
+            "score": json_safe(self.score) if self.has_gold else None,
+            "grade": self.grade if self.has_gold else None,
             "weights": json_safe(self._weights),
             "required_call_recall": json_safe(self.required_call_recall),
             "metrics": json_safe(self.metrics),
@@ -399,6 +408,7 @@ def reduce(
     input_findings: Sequence[Finding] = (),
     input_problems: int = 0,
     include_extras: bool = False,
+    has_gold: bool = True,
 ) -> EvaluationResult:
     """Merge the checks' states into one result, in Toolscore's key order.
 
@@ -421,6 +431,7 @@ def reduce(
         input_findings, input_problems: the readers' findings kept, and their errors counted.
         include_extras: add ``latency_metrics``/``cost_metrics`` (file traces, as
             Toolscore's ``evaluate_trace``).
+        has_gold: False for a checks-only evaluation (see :class:`EvaluationResult`).
     """
     given: dict[str, Any] = {}
     efficiency: list[Mapping[str, Any]] = []
@@ -455,4 +466,5 @@ def reduce(
         failed_tools=failed,
         input_findings=input_findings,
         input_problems=input_problems,
+        has_gold=has_gold,
     )

@@ -1,25 +1,39 @@
-"""Letter grades, the console's verdict word, and the ``--fail-under`` gate.
+"""The verdict: grades, violations of every kind, and what counts as a pass.
 
 Toolscore grades a score by fixed bands (:data:`GRADE_BANDS`, best first): a score at or above
 a band's threshold earns its letter, anything below the last band (NaN included) is an ``F``.
 The gate helpers let a CI job fail on either a number or a letter: ``--fail-under 0.8`` or
 ``--fail-under B``.
+
+:func:`judge` is the one place a result becomes a verdict: its score and grade (none without
+gold), its violations counted by kind (forbidden calls, credentials, broken hard rules,
+personal data) and whether it passes a :class:`PassCriterion`. Every door (``evaluate*``,
+``toolscore eval`` on one trace or a dataset, ``watch``, the pytest plugin, the Action) asks
+it, so ``violations`` and ``passed`` mean the same everywhere.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 __all__ = [
     "GRADE_BANDS",
     "GRADE_ORDER",
+    "SCORE_EPSILON",
     "FixSuggestion",
+    "PassCriterion",
+    "Verdict",
+    "Violations",
     "grade_at_least",
+    "judge",
     "letter_grade",
     "parse_fail_under",
     "passes",
     "verdict_word",
+    "violations_of",
 ]
 
 GRADE_BANDS: tuple[tuple[float, str], ...] = ((0.9, "A"), (0.8, "B"), (0.7, "C"), (0.6, "D"))
@@ -27,6 +41,10 @@ GRADE_BANDS: tuple[tuple[float, str], ...] = ((0.9, "A"), (0.8, "B"), (0.7, "C")
 
 GRADE_ORDER: tuple[str, ...] = ("A", "B", "C", "D", "F")
 """Grades from best to worst."""
+
+SCORE_EPSILON = 1e-9
+"""How far below a numeric minimum a score may fall and still reach it (Toolscore's
+``min_score - 1e-9``): a perfect default score is 0.9999999999999999."""
 
 
 def letter_grade(score: float) -> str:
@@ -116,3 +134,230 @@ class FixSuggestion:
     """What to do about it."""
     priority: int
     """Ordering key; lower is more urgent."""
+
+
+@dataclass(frozen=True)
+class Violations:
+    """A verdict's violations, counted by kind (every one found, not only those kept)."""
+
+    forbidden: int = 0
+    """Calls that matched a forbidden rule."""
+    credentials: int = 0
+    """Credentials passed into tool calls."""
+    rules: int = 0
+    """Broken hard rules (allowlist, order, counts, budget, schemas, data flow, match modes)."""
+    personal_data: int = 0
+    """Personal data passed into tool calls (only when it was looked for)."""
+
+    @property
+    def total(self) -> int:
+        """Every violation, of every kind."""
+        return self.forbidden + self.credentials + self.rules + self.personal_data
+
+    def to_json(self) -> dict[str, int]:
+        """``{"forbidden", "credentials", "rules", "personal_data"}``."""
+        return {
+            "forbidden": self.forbidden,
+            "credentials": self.credentials,
+            "rules": self.rules,
+            "personal_data": self.personal_data,
+        }
+
+    def describe(self) -> str:
+        """``"2 forbidden call(s), 1 credential(s)"``: the kinds found, or ``"none"``."""
+        words = (
+            (self.forbidden, "forbidden call(s)"),
+            (self.credentials, "credential(s)"),
+            (self.rules, "broken rule(s)"),
+            (self.personal_data, "personal data"),
+        )
+        found = [f"{count} {word}" for count, word in words if count]
+        return ", ".join(found) or "none"
+
+
+class Judged(Protocol):
+    """What :class:`PassCriterion` reads: a :class:`Verdict`, or a dataset's trace record."""
+
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def required_call_recall(self) -> float | None: ...
+    @property
+    def violations(self) -> Any: ...
+
+
+def _violation_total(value: Any) -> int:
+    return int(value.total) if isinstance(value, Violations) else int(value)
+
+
+@dataclass(frozen=True)
+class PassCriterion:
+    """What counts as a passing trace (for the verdict, pass rates, pass@k and pass^k).
+
+    A trace passes when all of these hold (each can be turned off):
+
+    * its score is at least ``min_score`` (a number in [0, 1], reached within
+      :data:`SCORE_EPSILON`, or a grade letter: the trace's grade is at least that grade);
+    * ``all_calls``: every required gold call was completed (``required_call_recall`` is 1 or
+      there was nothing required);
+    * ``no_violations``: no violation of any kind (forbidden call, credential, broken hard
+      rule, personal data).
+
+    A trace without a score (no gold, unreadable) neither passes nor fails: ``None``.
+    """
+
+    min_score: float | str = "A"
+    all_calls: bool = True
+    no_violations: bool = True
+
+    def passes(self, judged: Judged) -> bool | None:
+        """The criterion applied to a verdict (or a record with the same fields)."""
+        score = judged.score
+        if score is None:
+            return None
+        if isinstance(self.min_score, str):
+            ok = passes(score, self.min_score)
+        else:
+            ok = score >= self.min_score - SCORE_EPSILON
+        if ok and self.all_calls:
+            recall = judged.required_call_recall
+            ok = recall is None or recall >= 1.0 - 1e-12
+        if ok and self.no_violations:
+            ok = _violation_total(judged.violations) == 0
+        return ok
+
+    def reasons(self, judged: Judged) -> list[str]:
+        """Why ``judged`` fails the criterion, one phrase per broken condition."""
+        out: list[str] = []
+        score = judged.score
+        if score is None:
+            return ["no score"]
+        if isinstance(self.min_score, str):
+            if not passes(score, self.min_score):
+                out.append(f"grade {letter_grade(score)} below {self.min_score}")
+        elif score < self.min_score - SCORE_EPSILON:
+            out.append(f"score {score:.3f} below {self.min_score:g}")
+        recall = judged.required_call_recall
+        if self.all_calls and recall is not None and recall < 1.0 - 1e-12:
+            out.append(f"required calls {recall:.0%} completed")
+        total = _violation_total(judged.violations)
+        if self.no_violations and total:
+            out.append(f"{total} violation(s)")
+        return out
+
+    def describe(self) -> str:
+        """One line for the reports."""
+        if isinstance(self.min_score, str):
+            parts = [f"grade {self.min_score} or better"]
+        else:
+            parts = [f"score >= {self.min_score:g}"]
+        if self.all_calls:
+            parts.append("all required calls completed")
+        if self.no_violations:
+            parts.append("no violations")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "min_score": self.min_score,
+            "all_calls": self.all_calls,
+            "no_violations": self.no_violations,
+            "description": self.describe(),
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One evaluation's verdict, the same through every door (see :func:`judge`)."""
+
+    score: float | None
+    """The composite score; ``None`` without gold (checks only)."""
+    grade: str | None
+    """The score's letter; ``None`` without gold."""
+    required_call_recall: float | None
+    """Share of required calls completed; ``None`` when nothing was required or no gold."""
+    violations: Violations
+    """Violations by kind."""
+    passed: bool | None
+    """The :class:`PassCriterion`'s answer; ``None`` without a score."""
+    criterion: PassCriterion
+    """The criterion that decided :attr:`passed`."""
+
+    @property
+    def has_gold(self) -> bool:
+        """False for a checks-only evaluation."""
+        return self.score is not None
+
+    def to_json(self) -> dict[str, Any]:
+        """The verdict as JSON-ready values (a non-finite score becomes ``None``)."""
+        score = self.score
+        return {
+            "score": score if score is not None and math.isfinite(score) else None,
+            "grade": self.grade,
+            "required_call_recall": self.required_call_recall,
+            "violations": self.violations.total,
+            "violations_by_kind": self.violations.to_json(),
+            "passed": self.passed,
+        }
+
+
+def _section(metrics: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = metrics.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _count(value: Any, default: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return int(value)
+
+
+def violations_of(metrics: Mapping[str, Any]) -> Violations:
+    """The violations a result's metrics hold, by kind (their exact counts, not the kept
+    records)."""
+    policy = _section(metrics, "policy_metrics")
+    security = _section(metrics, "security_metrics")
+    rules = _section(metrics, "rule_metrics")
+    return Violations(
+        forbidden=_count(policy.get("violation_count"), len(policy.get("violations") or ())),
+        credentials=_count(security.get("secret_count")),
+        rules=_count(rules.get("violation_count")),
+        personal_data=_count(security.get("pii_count")),
+    )
+
+
+class Evaluated(Protocol):
+    """What :func:`judge` reads from an :class:`~toolscore.result.EvaluationResult`."""
+
+    @property
+    def score(self) -> float: ...
+    @property
+    def required_call_recall(self) -> float | None: ...
+    @property
+    def metrics(self) -> Mapping[str, Any]: ...
+
+
+def judge(result: Evaluated, criterion: PassCriterion | None = None) -> Verdict:
+    """The verdict of an evaluation result: the one function every door asks.
+
+    Args:
+        result: the reducer's result. One evaluated without gold (``has_gold`` false) has no
+            score, grade or pass.
+        criterion: what counts as a pass; the default :class:`PassCriterion` (grade A, every
+            required call completed, no violation).
+    """
+    criterion = criterion or PassCriterion()
+    violations = violations_of(result.metrics)
+    if not getattr(result, "has_gold", True):
+        return Verdict(None, None, None, violations, None, criterion)
+    score = float(result.score)
+    recall = result.required_call_recall
+    provisional = Verdict(score, letter_grade(score), recall, violations, None, criterion)
+    return Verdict(
+        score,
+        provisional.grade,
+        recall,
+        violations,
+        criterion.passes(provisional),
+        criterion,
+    )

@@ -193,7 +193,7 @@ def _why(record: TraceRecord, criterion: PassCriterion) -> str:
     if criterion.all_calls and recall is not None and recall < 1.0 - 1e-12:
         reasons.append(f"{recall:.0%} of the required calls completed")
     if criterion.no_violations and record.violations:
-        reasons.append(f"{record.violations} forbidden call(s) or credential(s)")
+        reasons.append(f"{record.violations} violation(s)")
     return "did not pass: " + ("; ".join(reasons) or criterion.describe())
 
 

@@ -344,7 +344,7 @@ def _run(
     violations = False
     if opts.fail_on_violations:
         count = result.aggregate.violations
-        why = f"{count} forbidden call(s) or credential(s) found"
+        why = f"{count} violation(s) found"
         gates.append(Gate("fail-on-violations", not count, why if count else ""))
         if count:
             violations = True

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import IO, Any, Literal
 
 import msgspec
 
-from ..verdict import passes as score_passes
+from ..verdict import PassCriterion
 from .ci import TraceView
 
 __all__ = [
@@ -108,62 +107,6 @@ def record_line(record: TraceRecord) -> bytes:
     data = msgspec.structs.asdict(record)
     del data["order"], data["ci"]
     return _ENCODER.encode(data) + b"\n"
-
-
-@dataclass(frozen=True)
-class PassCriterion:
-    """What counts as a passing trace (for pass rate, pass@k and pass^k).
-
-    A trace passes when all of these hold (each can be turned off):
-
-    * its score is at least ``min_score`` (a number in [0, 1], or a grade letter: the trace's
-      grade is at least that grade);
-    * ``all_calls``: every required gold call was completed (``required_call_recall`` is 1 or
-      there was nothing required);
-    * ``no_violations``: no forbidden call and no credential was found.
-
-    A trace without a score (no gold, unreadable) neither passes nor fails: it is left out of
-    the pass rate and of pass@k, and reported.
-    """
-
-    min_score: float | str = "A"
-    all_calls: bool = True
-    no_violations: bool = True
-
-    def passes(self, record: TraceRecord) -> bool | None:
-        """The criterion applied to ``record``."""
-        score = record.score
-        if score is None:
-            return None
-        ok = score_passes(score, self.min_score) or (
-            isinstance(self.min_score, float) and score >= self.min_score - 1e-9
-        )
-        if ok and self.all_calls:
-            recall = record.required_call_recall
-            ok = recall is None or recall >= 1.0 - 1e-12
-        if ok and self.no_violations:
-            ok = record.violations == 0
-        return ok
-
-    def describe(self) -> str:
-        """One line for the reports."""
-        if isinstance(self.min_score, str):
-            parts = [f"grade {self.min_score} or better"]
-        else:
-            parts = [f"score >= {self.min_score:g}"]
-        if self.all_calls:
-            parts.append("all required calls completed")
-        if self.no_violations:
-            parts.append("no violations")
-        return ", ".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "min_score": self.min_score,
-            "all_calls": self.all_calls,
-            "no_violations": self.no_violations,
-            "description": self.describe(),
-        }
 
 
 def finite(value: Any) -> float | None:

@@ -24,9 +24,8 @@ from ..calls import Batch, ToolCall
 from ..columns import Columns
 from ..errors import InputError, ToolscoreError
 from ..redact import redact_secrets
-from ..reports import secret_count, violation_count
 from ..sources._drive import decompressing, is_compressed
-from ..verdict import letter_grade
+from ..verdict import PassCriterion, judge
 from .gold import GoldSpec, gold_lookup
 from .inputs import (
     BLANK,
@@ -57,7 +56,6 @@ from .inputs import (
     write_frame,
 )
 from .records import (
-    PassCriterion,
     TraceRecord,
     pack_records,
     read_records,
@@ -497,7 +495,8 @@ def _fill(
     record.findings = kinds
     record.failed_calls = sum(failed.values())
     record.retries = sum(retried.values())
-    record.violations = violation_count(result) + secret_count(result)
+    verdict = judge(result, cfg.criterion)
+    record.violations = verdict.violations.total
     if failed or retried:
         names = dict.fromkeys([*tools, *failed, *retried])
         record.tools = {
@@ -518,15 +517,14 @@ def _fill(
         if record.status == "ok":
             record.status = "no_gold"
         return
-    score = result.score  # computed from the metrics: once
-    record.score = float(score)
-    record.grade = letter_grade(score)
+    record.score = verdict.score
+    record.grade = verdict.grade
     record.selection_accuracy = float(result.selection_accuracy)
     record.argument_f1 = float(result.argument_f1)
     record.sequence_accuracy = float(result.sequence_accuracy)
-    recall = result.required_call_recall
+    recall = verdict.required_call_recall
     record.required_call_recall = None if recall is None else float(recall)
-    record.passed = cfg.criterion.passes(record)
+    record.passed = verdict.passed
 
 
 def _line(rel: int | None, linenos: list[int] | None) -> int | None:

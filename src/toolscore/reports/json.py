@@ -32,6 +32,7 @@ from ..calls import Finding, ToolCall
 from ..columns import Columns, call_json, record_bytes, write_joined
 from ..outputs import file_mode, open_stream, resolve_output, user_os_error
 from ..result import expected_record, json_safe
+from ..verdict import judge
 from . import ReportResult, failed_calls, rule_violation_count, secret_count, violation_count
 
 __all__ = [
@@ -367,6 +368,7 @@ def finding_line(finding: Finding) -> bytes:
 def summary(result: ReportResult, record: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict for scripts: counts, score, grade, weights and the safety totals."""
     error = result.input_error
+    verdict = judge(result)
     out = {
         "gold_calls_count": record.get("gold_calls_count", len(result.gold_calls)),
         "trace_calls_count": record.get("trace_calls_count", result.trace_calls_count),
@@ -377,6 +379,10 @@ def summary(result: ReportResult, record: Mapping[str, Any]) -> dict[str, Any]:
         "failed_calls": failed_calls(result),
         "policy_violations": violation_count(result),
         "secrets": secret_count(result),
+        "violations": verdict.violations.total,
+        "violations_by_kind": verdict.violations.to_json(),
+        "passed": verdict.passed,
+        "pass_criterion": verdict.criterion.describe(),
         "complete": error is None,
         "input_error": None if error is None else error.to_json(),
         "input_problems": result.input_problems,
