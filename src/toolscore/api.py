@@ -156,8 +156,12 @@ def pipeline_result(
     weights: dict[str, float],
     *,
     include_extras: bool,
+    has_gold: bool = True,
+    score_only: bool = False,
 ) -> EvaluationResult:
-    """The result of what ``pipeline`` has read so far: its checks' states, reduced."""
+    """The result of what ``pipeline`` has read so far: its checks' states, reduced
+    (``has_gold`` false: a checks-only evaluation, with no score; ``score_only``: only what
+    the score and the verdict read, see :func:`~toolscore.result.reduce`)."""
     return reduce(
         pipeline.states(),
         weights=weights,
@@ -169,6 +173,8 @@ def pipeline_result(
         input_findings=pipeline.input_findings,
         input_problems=pipeline.input_problems,
         include_extras=include_extras,
+        has_gold=has_gold,
+        score_only=score_only,
     )
 
 
@@ -264,7 +270,7 @@ def extract_calls(actual: Any) -> list[Any]:
 
 
 def evaluate_trace(
-    gold_file: GoldInput,
+    gold_file: GoldInput | None,
     trace_file: str | os.PathLike[str] | IO[bytes],
     format: str = "auto",
     validate_side_effects: bool = True,
@@ -298,7 +304,8 @@ def evaluate_trace(
     False)`` works as it did there.
 
     Args:
-        gold_file: the gold file (or the expected calls themselves).
+        gold_file: the gold file (or the expected calls themselves); ``None``: no gold, run
+            the checks only (the result has no score: ``has_gold`` is false).
         trace_file: a path (``-`` for stdin; ``.gz`` is decompressed) or a binary file.
         format: ``auto`` or a format name (see ``toolscore.sources.FORMATS``).
         validate_side_effects: accepted for Toolscore compatibility; side-effect validators
@@ -368,7 +375,9 @@ def evaluate_trace(
                 on_bytes=on_bytes,
             )
             finish_sync(pipeline)
-        return pipeline_result(pipeline, gold, norm, include_extras=True)
+        return pipeline_result(
+            pipeline, gold, norm, include_extras=True, has_gold=gold_file is not None
+        )
 
 
 def evaluate_batches(
@@ -465,7 +474,7 @@ async def aguard_first(batches: AsyncIterable[Batch]) -> AsyncIterator[Batch]:
 
 
 async def evaluate_stream(
-    gold: GoldInput,
+    gold: GoldInput | None,
     source: TraceSource,
     *,
     format: str = "auto",
@@ -486,7 +495,7 @@ async def evaluate_stream(
     scope stops reading at once; nothing keeps running.
 
     Args:
-        gold: a gold file's path or the expected calls.
+        gold: a gold file's path or the expected calls; ``None``: checks only (no score).
         source: see :data:`TraceSource`.
         format: ``auto`` or a format name, for byte sources.
         weights, forbidden, strict, rules: as for :func:`evaluate_trace`.
@@ -519,7 +528,9 @@ async def evaluate_stream(
             checks=checks,
         )
         await run_async(pipeline, aguard_first(abatches(source, format)))
-        return pipeline_result(pipeline, gold_calls, norm, include_extras=True)
+        return pipeline_result(
+            pipeline, gold_calls, norm, include_extras=True, has_gold=gold is not None
+        )
 
 
 class _NamedChunks:

@@ -44,7 +44,7 @@ from .api import (
 from .calls import Batch, Finding, ToolCall
 from .pipeline import CallSink, FindingSink, Pipeline, run_async
 from .redact import pii_redaction
-from .result import EvaluationResult, compute_score
+from .result import EvaluationResult
 
 __all__ = ["LiveRun", "plain_errors", "watch"]
 
@@ -143,17 +143,14 @@ class LiveRun:
         return pipeline_result(self.pipeline, self._gold, self._weights, include_extras=True)
 
     def score(self) -> float:
-        """The score of the calls completed so far, as :meth:`snapshot` would give it, from
-        the one check it depends on: cheap whatever the trace's length (a snapshot also
+        """The score of the calls completed so far: the reducer on what the score reads of
+        each state (``score_only``), cheap whatever the trace's length (a snapshot also
         counts the distinct signatures, which past 32,768 calls reads their run files)."""
         if self._result is not None:
             return self._result.score
-        for check in self.pipeline.checks:
-            if check.name == "expected":
-                state = check.state()
-                if state is not None:
-                    return compute_score(state.metrics(), self._weights)
-        return self.snapshot().score
+        return pipeline_result(
+            self.pipeline, self._gold, self._weights, include_extras=False, score_only=True
+        ).score
 
     # -- control ------------------------------------------------------------------------------
 

@@ -409,6 +409,7 @@ def reduce(
     input_problems: int = 0,
     include_extras: bool = False,
     has_gold: bool = True,
+    score_only: bool = False,
 ) -> EvaluationResult:
     """Merge the checks' states into one result, in Toolscore's key order.
 
@@ -432,6 +433,8 @@ def reduce(
         include_extras: add ``latency_metrics``/``cost_metrics`` (file traces, as
             Toolscore's ``evaluate_trace``).
         has_gold: False for a checks-only evaluation (see :class:`EvaluationResult`).
+        score_only: ask each state for its :meth:`~toolscore.checks._base.State.score_metrics`
+            only: what the score, the verdict, a live score and a dataset's record read.
     """
     given: dict[str, Any] = {}
     efficiency: list[Mapping[str, Any]] = []
@@ -439,7 +442,8 @@ def reduce(
     for state in states:
         if state is None:
             continue
-        for key, value in state.metrics().items():
+        part = state.score_metrics() if score_only else state.metrics()
+        for key, value in part.items():
             if key == "efficiency_metrics":
                 efficiency.append(value or {})
             else:

@@ -264,8 +264,13 @@ def test_without_the_identical_count_findings_and_counts_are_the_same(one_by_one
     assert light.failed_tools == full.failed_tools == [("a", 2), ("b", 1)]
     assert (light.error_count, light.retry_after_error_count) == (3, 3)
     assert full.identical_count == 4
-    with pytest.raises(RuntimeError):
-        light.state()
+    # its state says the identical calls were not counted, and merges like any other
+    state = light.state()
+    assert not state.identical
+    assert "identical_count" not in state.metrics()["efficiency_metrics"]
+    assert state.metrics()["efficiency_metrics"]["error_count"] == 3
+    assert state.score_metrics() == {}
+    assert state.merge(light.state()).errors == 6
     with pytest.raises(RuntimeError):
         _ = light.identical_count
 

@@ -119,6 +119,12 @@ class State:
         """This state's part of ``EvaluationResult.metrics`` (top-level keys)."""
         return {}
 
+    def score_metrics(self) -> dict[str, Any]:
+        """What the score, the verdict and a dataset's record read of :meth:`metrics`
+        (``reduce(..., score_only=True)``); a state whose full metrics cost more than that
+        (the trajectory steps, the identical-call count) gives less here."""
+        return self.metrics()
+
 
 @runtime_checkable
 class Check(Protocol):

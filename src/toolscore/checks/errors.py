@@ -77,6 +77,9 @@ class ErrorsState(State):
     """The first call's tool, signature and location."""
     last: tuple[str, bytes, bool] | None = None
     """The last call's tool, signature and whether it failed."""
+    identical: bool = True
+    """False for a check that did not count identical calls (its metrics then leave the
+    identical-call count out)."""
 
     def _retry_between(self, later: ErrorsState) -> bool:
         last, first = self.last, later.first
@@ -90,15 +93,20 @@ class ErrorsState(State):
         failed = dict(self.failed)
         for tool, n in later.failed:
             failed[tool] = failed.get(tool, 0) + n
-        assert self.distinct is not None and later.distinct is not None
+        distinct = (
+            self.distinct.merge(later.distinct)
+            if self.distinct is not None and later.distinct is not None
+            else None
+        )
         return ErrorsState(
             calls=self.calls + later.calls,
             errors=self.errors + later.errors,
             retries=self.retries + later.retries + self._retry_between(later),
             failed=tuple(failed.items()),
-            distinct=self.distinct.merge(later.distinct),
+            distinct=distinct,
             first=self.first,
             last=later.last,
+            identical=self.identical and later.identical,
         )
 
     def findings_between(self, later: ErrorsState) -> list[Finding]:
@@ -132,16 +140,20 @@ class ErrorsState(State):
         """``{"efficiency_metrics": {identical_count, identical_rate, error_count, error_rate,
         retry_after_error_count}}``; rates are 0.0 when there were no calls."""
         n = self.calls
-        identical = self.identical_count
-        return {
-            "efficiency_metrics": {
-                "identical_count": identical,
-                "identical_rate": identical / n if n else 0.0,
-                "error_count": self.errors,
-                "error_rate": self.errors / n if n else 0.0,
-                "retry_after_error_count": self.retries,
-            }
-        }
+        efficiency: dict[str, Any] = {}
+        if self.identical:
+            identical = self.identical_count
+            efficiency["identical_count"] = identical
+            efficiency["identical_rate"] = identical / n if n else 0.0
+        efficiency["error_count"] = self.errors
+        efficiency["error_rate"] = self.errors / n if n else 0.0
+        efficiency["retry_after_error_count"] = self.retries
+        return {"efficiency_metrics": efficiency}
+
+    def score_metrics(self) -> dict[str, Any]:
+        """Nothing: the score does not read this check (its counts and failed tools are
+        read from the state itself)."""
+        return {}
 
 
 class ErrorsCheck(BaseCheck):
@@ -155,8 +167,8 @@ class ErrorsCheck(BaseCheck):
         self.error_count = 0
         self.retry_after_error_count = 0
         self._seen = DistinctCounter() if count_identical else None
-        """The signatures' fingerprints (None: identical calls are not counted, and the
-        check has no :meth:`state`, only its counts and :attr:`failed_tools`)."""
+        """The signatures' fingerprints (None: identical calls are not counted; the state
+        then says so)."""
         self._failed: Counter[str] = Counter()
         self._prev_tool: str | None = None
         self._prev_sig = b""
@@ -212,17 +224,17 @@ class ErrorsCheck(BaseCheck):
         return findings
 
     def state(self) -> ErrorsState:
-        if self._seen is None:
-            raise RuntimeError("an errors check that does not count identical calls has no state")
         prev = self._prev_tool
+        seen = self._seen
         return ErrorsState(
             calls=self.total_calls,
             errors=self.error_count,
             retries=self.retry_after_error_count,
             failed=tuple(self._failed.items()),
-            distinct=self._seen.snapshot() if self.total_calls else None,
+            distinct=seen.snapshot() if seen is not None and self.total_calls else None,
             first=self._first,
             last=None if prev is None else (prev, self._prev_sig, self._prev_failed),
+            identical=seen is not None,
         )
 
     @property

@@ -310,7 +310,7 @@ class Scorer:
         from ..checks.secrets import ToolNames
         from ..pipeline import Pipeline, run_sync
         from ..redact import active_pii
-        from ..result import EvaluationResult, normalize_weights
+        from ..result import normalize_weights
 
         self.weights = normalize_weights(cfg.weights)
         self.rules = read_rules(_rules(cfg.forbidden))
@@ -336,7 +336,6 @@ class Scorer:
         self._pipeline_result = pipeline_result
         self._pipeline = Pipeline
         self._run_sync = run_sync
-        self._result = EvaluationResult
 
     def score(self, gold: list[ToolCall], batches: Iterable[Batch]) -> tuple[Any, Counter[str]]:
         """``(result, calls per tool)``.
@@ -367,7 +366,7 @@ class Scorer:
         ):
             # (a decoder's batches of a whole trace: its block, then its end)
             tools.update(batches[0].columns().tools)
-            return self._light_result(pipeline, gold), tools
+            return self._result(pipeline, gold), tools
         guard_first = self._guard_first
 
         def counted() -> Iterator[Batch]:
@@ -381,30 +380,13 @@ class Scorer:
                 yield batch
 
         self._run_sync(pipeline, counted())
-        if self.light:
-            return self._light_result(pipeline, gold), tools
-        return self._pipeline_result(pipeline, gold, self.weights, include_extras=False), tools
+        return self._result(pipeline, gold), tools
 
-    def _light_result(self, pipeline: Any, gold: list[ToolCall]) -> Any:
-        """The result :func:`_fill` reads, as the reducer would give it (the first check's
-        metrics first; the failed tools are the errors check's), with only the score's
-        metrics of the expected-calls check and no errors-check state."""
-        expected, errors, *others = pipeline.checks
-        metrics: dict[str, Any] = expected.state().score_metrics()
-        for check in others:
-            for key, value in check.state().metrics().items():
-                metrics.setdefault(key, value)
-        return self._result(
-            metrics,
-            self.weights,
-            gold,
-            None,
-            pipeline.calls_read,
-            findings=pipeline.findings,
-            input_error=pipeline.error,
-            failed_tools=errors.failed_tools,
-            input_findings=pipeline.input_findings,
-            input_problems=pipeline.input_problems,
+    def _result(self, pipeline: Any, gold: list[ToolCall]) -> Any:
+        """The one reducer's result; without CI details or hard rules, only what a record
+        reads (``score_only``)."""
+        return self._pipeline_result(
+            pipeline, gold, self.weights, include_extras=False, score_only=self.light
         )
 
 
