@@ -189,14 +189,24 @@ def test_corpus_scores_equal_evaluate_and_pass_hat_k_by_task(corpus: Path) -> No
     groups = _by_trace(traces)
     records = {r.trace_id: r for r in result}
     scored = [r for r in records.values() if r.status == "ok"]
-    assert len(scored) == len(groups) == 182
-    for trace_id, calls in groups.items():
-        expected = evaluate(gold[trace_id], calls).score
-        assert abs(records[trace_id].score - expected) <= 1e-9, trace_id  # type: ignore[operator]
-    # gold without a trace is reported, never dropped
-    missing = {r.trace_id for r in records.values() if r.status == "no_trace"}
+    assert len(groups) == 182 and len(scored) == len(gold) == 200
+    for trace_id, expected_calls in gold.items():
+        # a trial the benchmark ran without a call is a trace of zero calls, scored
+        verdict = evaluate(expected_calls, groups.get(trace_id, [])).verdict()
+        record = records[trace_id]
+        assert abs(record.score - verdict.score) <= 1e-9, trace_id  # type: ignore[operator]
+        assert (record.passed, record.violations) == (verdict.passed, verdict.violations.total)
+    # gold without a trace is listed, and scored as an empty trial
+    assert set(result.missing_trace) == set(gold) - set(groups)
+    assert len(result.missing_trace) == 18
+    assert all(records[t].calls == 0 for t in result.missing_trace)
+    # asked for, it keeps a status of its own and is left out of the pass rates
+    skipped = evaluate_dataset(str(gold_path), str(traces), engine="inline", missing_trace="skip")
+    missing = {r.trace_id for r in skipped if r.status == "no_trace"}
     assert missing == set(gold) - set(groups)
-    assert result.aggregate.statuses["no_trace"] == len(missing) == 18
+    assert skipped.aggregate.statuses["no_trace"] == len(missing) == 18
+    assert sum(t.n for t in skipped.tasks) == 182 < sum(t.n for t in result.tasks) == 200
+    skipped.close()
     # pass^k by task, against the records and the estimator formula
     by_task: dict[str, list[bool]] = defaultdict(list)
     for r in scored:
@@ -577,7 +587,9 @@ def test_the_ranges_after_a_lost_range_keep_their_line_numbers(
         return read(f, ids, start, end)
 
     monkeypatch.setattr(worker, "contiguous_traces", failing)
-    result = evaluate_dataset(str(gold), str(traces), engine="inline", part_bytes=20_000)
+    result = evaluate_dataset(
+        str(gold), str(traces), engine="inline", part_bytes=20_000, missing_trace="skip"
+    )
     got = {r.trace_id: (r.line, r.offset) for r in result if r.status == "ok"}
     assert len(starts) > 5 and 60 < len(got) < 120
     assert got == {t: whole[t] for t in got}
@@ -684,7 +696,8 @@ def test_directory_of_traces_with_directory_of_gold(tmp_path: Path) -> None:
     assert records["sub/b"].score == pytest.approx(evaluate(calls, calls[:1]).score)
     assert records["c"].status == "no_gold" and records["c"].score is None
     assert records["c"].calls == 2  # its calls were still checked
-    assert records["d"].status == "no_trace"
+    assert records["d"].status == "ok" and records["d"].calls == 0  # scored as an empty trial
+    assert records["d"].score == evaluate(calls, []).score
     assert result.missing_gold == ["c"] and result.missing_trace == ["d"]
     # a glob, and one gold for all
     one = tmp_path / "one.json"
@@ -1039,7 +1052,7 @@ def test_gold_directory_with_base_names_and_a_default(tmp_path: Path) -> None:
     for name in ("team/c.jsonl", "d.jsonl"):
         (traces / name).write_text("".join(json.dumps(c) + "\n" for c in calls), "utf-8")
 
-    plain = evaluate_dataset(str(gold), str(traces), engine="inline")
+    plain = evaluate_dataset(str(gold), str(traces), engine="inline", missing_trace="skip")
     assert {r.trace_id: r.status for r in plain} == {
         "d": "no_gold", "team/c": "no_gold", "c": "no_trace", "unused": "no_trace"
     }  # fmt: skip
@@ -1049,6 +1062,7 @@ def test_gold_directory_with_base_names_and_a_default(tmp_path: Path) -> None:
         engine="inline",
         gold_by_base_name=True,
         default_gold=str(tmp_path / "default.json"),
+        missing_trace="skip",
     )
     records = {r.trace_id: r for r in matched}
     assert {t: r.status for t, r in records.items()} == {

@@ -95,7 +95,8 @@ def test_junit_and_sarif_for_a_dataset_validate(tmp_path: Path) -> None:
     assert "> JUnit XML:" in proc.stdout and "> SARIF:" in proc.stdout
     # the verdict first, as a single trace's grade panel
     first, second = [line for line in proc.stdout.splitlines() if line.strip("╭─╮ ")][:2]
-    assert "Mean grade B   WARN (88.8%)   pass rate 50.0% (2 of 4)" in first
+    # the gold without a trace is a trial of zero calls: scored, and it fails
+    assert "Mean grade C   WARN (73.0%)   pass rate 40.0% (2 of 5)" in first
     assert "1 trace(s) with violations, 1 unreadable" in second
     for path in (junit, sarif):
         assert_no_secrets(path.read_text(encoding="utf-8"))
@@ -107,7 +108,7 @@ def test_junit_and_sarif_for_a_dataset_validate(tmp_path: Path) -> None:
     cases = {case.name: case for case in suites["toolscore.traces"]}
     statuses = json.loads((base / "r.json").read_text())["summary"]["statuses"]
     # one test case per record: each trace, the gold without a trace
-    assert statuses == {"ok": 3, "error": 1, "no_gold": 1, "no_trace": 1}
+    assert statuses == {"ok": 4, "error": 1, "no_gold": 1}
     assert len(cases) == 6
     assert cases["a"].is_passed and cases["b"].is_passed
     (failure,) = cases["leaky"].result
@@ -119,7 +120,7 @@ def test_junit_and_sarif_for_a_dataset_validate(tmp_path: Path) -> None:
     }
     assert files["leaky"] == str(traces)
     assert isinstance(cases["nogold"].result[0], Skipped)
-    assert isinstance(cases["ghost"].result[0], Skipped)
+    assert isinstance(cases["ghost"].result[0], Failure)
     (error,) = cases["broken"].result
     assert isinstance(error, Error)
     assert f"{traces}:{_broken_line(traces)}" in (error.text or "")

@@ -35,7 +35,7 @@ from .checks.expected import expected_check
 from .checks.policy import policy_check
 from .checks.secrets import ToolNames, secrets_check
 from .errors import InputError
-from .gold import calls_from_dicts, gold_from_dicts, load_gold
+from .gold import Gold, calls_from_dicts, gold_from_dicts, read_gold_file
 from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
 from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
 from .redact import pii_redaction
@@ -78,9 +78,12 @@ _BATCH = 1024
 
 
 def read_gold(gold: GoldInput) -> list[ToolCall]:
-    """The gold calls: from a file, or as given (dicts or calls)."""
+    """The gold calls: from a file (a :class:`~toolscore.gold.Gold`, with the file's own
+    rules), or as given (dicts or calls; a ``Gold`` as it is)."""
     if isinstance(gold, (str, os.PathLike)):
-        return load_gold(gold)
+        return read_gold_file(gold)
+    if isinstance(gold, Gold):
+        return gold
     items = list(gold)
     if items and all(isinstance(item, ToolCall) for item in items):
         return [item for item in items if isinstance(item, ToolCall)]
@@ -100,11 +103,15 @@ def _one_ruleset(rules: RulesInput) -> RuleSet | None:
 def read_rules(
     forbidden: RulesInput, rules: RulesInput = None, gold: GoldInput | None = None
 ) -> RuleSet | None:
-    """The forbidden and hard rules of ``forbidden``, ``rules`` and the gold file, as one."""
+    """The one place rules are merged: the gold's own (a gold file that is an object, a
+    keyed gold line: ``gold`` read as a :class:`~toolscore.gold.Gold`, or a path), then
+    ``forbidden`` and ``rules`` (rule files or Python forms)."""
     found = _one_ruleset(forbidden)
     found = combine(found, _one_ruleset(rules))
     if isinstance(gold, (str, os.PathLike)):
         found = combine(load_gold_rules(gold), found)
+    elif isinstance(gold, Gold):
+        found = combine(gold.rules, found)
     return found
 
 
@@ -194,7 +201,7 @@ def open_run(
     (the built-in checks, then the user's ``checks``)."""
     norm = normalize_weights(weights)
     gold_calls = [] if gold is None else read_gold(gold)
-    rules = read_rules(forbidden, rules, gold)
+    rules = read_rules(forbidden, rules, gold_calls)
     pipeline = Pipeline(
         builtin_checks(gold_calls, rules, strict=strict, keep_details=keep_calls)
         + user_checks(checks),
@@ -364,7 +371,7 @@ def evaluate_trace(
         else:
             from . import parallel
 
-            ruleset = read_rules(forbidden, rules, gold_file)
+            ruleset = read_rules(forbidden, rules, gold)
             parallel.run(
                 pipeline,
                 split,

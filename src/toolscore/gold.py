@@ -19,9 +19,17 @@ from typing import Any
 
 from .calls import ToolCall
 from .errors import GoldFileError, UsageError
+from .hardrules.spec import load_gold_rules
 from .jsonfile import read_json, with_position
 
-__all__ = ["calls_from_dicts", "gold_from_dicts", "load_gold", "side_effect_note"]
+__all__ = [
+    "Gold",
+    "calls_from_dicts",
+    "gold_from_dicts",
+    "load_gold",
+    "read_gold_file",
+    "side_effect_note",
+]
 
 _SHAPE = 'Gold standard must be a JSON array of tool calls (or an object whose "calls" is one)'
 
@@ -236,3 +244,25 @@ def calls_from_dicts(items: Iterable[Any], *, start: int = 0) -> list[ToolCall]:
         TypeError: ``items`` is not a list (or other iterable) of dicts.
     """
     return _from_dicts(items, start)
+
+
+class Gold(list[ToolCall]):
+    """Expected calls together with the rules their gold holds (a gold file that is an object
+    with ``"rules"``, ``"match"`` or ``"arguments"``, or a keyed gold line with them): a list
+    of calls wherever calls are read, whose :attr:`rules` every door merges with the rule
+    file and the Python arguments (:func:`toolscore.api.read_rules`)."""
+
+    def __init__(self, calls: Iterable[ToolCall] = (), rules: Any = None) -> None:
+        super().__init__(calls)
+        self.rules = rules
+        """The gold's own :class:`~toolscore.hardrules.spec.RuleSet`, or None."""
+
+
+def read_gold_file(path: str | os.PathLike[str]) -> Gold:
+    """A gold file's calls (:func:`load_gold`) with its own rules.
+
+    Raises:
+        GoldFileError: as :func:`load_gold`.
+        RuleFileError: the gold's rules are malformed (naming the gold file).
+    """
+    return Gold(load_gold(path), load_gold_rules(path))

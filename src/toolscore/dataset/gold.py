@@ -29,7 +29,9 @@ import msgspec
 import orjson
 
 from ..calls import ToolCall
-from ..errors import GoldFileError
+from ..errors import GoldFileError, RuleFileError
+from ..gold import Gold, gold_from_dicts, read_gold_file
+from ..hardrules.spec import gold_rule_spec, ruleset_from_json
 from .inputs import is_url, list_inputs, open_input
 from .shape import keyed_gold_key
 
@@ -103,9 +105,7 @@ def build_gold(
     local_dir = not is_url(gold) and os.path.isdir(gold)
     if local_dir or (is_url(gold) and _url_is_dir(gold, options)):
         if default is not None:
-            from ..gold import load_gold
-
-            load_gold(default)
+            read_gold_file(default)
         files = {item.name: item.url for item in list_inputs(gold, options)}
         return GoldSpec(
             "dir",
@@ -188,9 +188,18 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
                         f"{gold}:{lineno}: not a gold line ({{{key!r}: ..., 'expected': [...]}})"
                     )
                 continue
+            try:  # a trial's own rules, checked here: a bad one is this line's problem
+                rules = gold_rule_spec(obj, f"{gold}:{lineno}")
+                if rules is not None:
+                    ruleset_from_json(rules, f"{gold}:{lineno}")
+            except RuleFileError as exc:
+                unusable += 1
+                if len(problems) < 100:
+                    problems.append(str(exc))
+                continue
             # msgspec's bytes are their length; orjson's keep a buffer of some 4 KB each,
             # 40 MB for a batch of small gold entries
-            body = msgspec.json.encode(calls)
+            body = msgspec.json.encode(calls if rules is None else {"calls": calls, "rules": rules})
             batch.append((str(trace_id), body))
             body_bytes += len(body)
             if len(batch) >= 10_000:
@@ -217,8 +226,6 @@ class GoldLookup:
     """A worker's view of the gold: ``get(trace_id, name)`` -> the calls, or ``None``."""
 
     def __init__(self, spec: GoldSpec) -> None:
-        from ..gold import gold_from_dicts, load_gold
-
         self.spec = spec
         self._one: list[ToolCall] | None = None
         self._conn: sqlite3.Connection | None = None
@@ -227,7 +234,7 @@ class GoldLookup:
         self._last_calls: list[ToolCall] | None = None
         self._default: list[ToolCall] | None = None
         self._bodies: dict[str, bytes] | None = None
-        self._load = load_gold
+        self._load = read_gold_file
         if spec.kind == "one":
             if spec.calls is not None:
                 self._one = gold_from_dicts(list(spec.calls))
@@ -237,7 +244,7 @@ class GoldLookup:
                     # worker reads the URL itself
                     self._one = self._load_file(spec.source)
                 else:
-                    self._one = load_gold(spec.path)
+                    self._one = read_gold_file(spec.path)
         elif spec.kind == "keyed" and spec.path is not None:
             path = spec.path
             if not os.path.exists(path) and spec.source is not None and spec.key is not None:
@@ -283,7 +290,7 @@ class GoldLookup:
             if body is not self._last_body and body != self._last_body:
                 # the trials of a task usually follow each other and share their gold: it is
                 # read once for them (the checks only read the gold calls)
-                self._last_calls = self._from_dicts(orjson.loads(body))
+                self._last_calls = self._entry(orjson.loads(body), trace_id)
                 self._last_body = body
             return self._last_calls
         if self.spec.kind == "dir":
@@ -301,6 +308,13 @@ class GoldLookup:
                     self._default = self._load(spec.default)
                 return self._default
         return None
+
+    def _entry(self, data: Any, trace_id: str) -> list[ToolCall]:
+        """A keyed gold entry: its calls, or its calls with its own rules."""
+        if isinstance(data, list):
+            return self._from_dicts(data)
+        where = f"{self.spec.source or 'gold'} ({trace_id})"
+        return Gold(self._from_dicts(data["calls"]), ruleset_from_json(data["rules"], where))
 
     def _load_file(self, path: str) -> list[ToolCall]:
         if not is_url(path):

@@ -23,7 +23,7 @@ import msgspec
 
 from .aggregate import Aggregate, TaskOutcome, overall_pass
 from .engine import PartLost, run_parts
-from .gold import GoldSpec, base_name, build_gold, gold_ids
+from .gold import GoldSpec, base_name, build_gold, gold_ids, gold_lookup
 from .inputs import (
     PART_BYTES,
     Part,
@@ -38,9 +38,11 @@ from .records import PassCriterion, TraceRecord
 from .regroup import Regroup, ids_in
 from .tally import MAX_LISTED, Tally
 from .worker import (
+    GOLD_ERRORS,
     Config,
     PartResult,
     RuleFile,
+    evaluate_absent,
     fewer_collections,
     range_lines,
     read_rule_file,
@@ -216,6 +218,7 @@ def evaluate_dataset(
     pii: bool | Iterable[str] | None = None,
     max_value_bytes: int | None = None,
     details: bool = False,
+    missing_trace: str = "empty",
 ) -> DatasetResult:
     """Evaluate every trace of a dataset against its own gold.
 
@@ -364,6 +367,7 @@ def evaluate_dataset(
             pii=kinds,
             max_value_bytes=limit,
             details=details,
+            missing_trace=missing_trace,
         )
         with fewer_collections():  # the records taken in: as a worker's traces (worker.py)
             return _drive(
@@ -679,6 +683,16 @@ class _Seen:
         self.conn.close()
 
 
+def _gold_or_none(lookup: Any, gold_id: str) -> list[Any] | None:
+    """A gold entry's calls (a gold file named ``gold_id`` in a directory too), or None
+    when it cannot be read (it is then reported as gold without a trace)."""
+    try:
+        found: list[Any] | None = lookup.get(gold_id, gold_id)
+    except GOLD_ERRORS:
+        return None
+    return found
+
+
 def _within(offset: int | None, spans: list[tuple[int, int]]) -> bool:
     return offset is not None and any(start <= offset < end for start, end in spans)
 
@@ -918,16 +932,21 @@ def _drive(
             for _, path, _, _ in ranges:
                 remove_location(path, cfg.storage_options)
         no_trace: list[TraceRecord] = []
+        lookup = gold_lookup(spec) if cfg.missing_trace == "empty" else None
         for gold_id in seen.missing(spec):
             if len(missing_trace) < MAX_LISTED:
                 missing_trace.append(gold_id)
+            order = (len(parts), len(no_trace))
+            expected = None if lookup is None else _gold_or_none(lookup, gold_id)
             no_trace.append(
-                TraceRecord(
+                evaluate_absent(cfg, gold_id, expected, order)
+                if expected is not None
+                else TraceRecord(
                     trace_id=gold_id,
                     task=gold_id,
                     status="no_trace",
                     error=f"gold {gold_id!r} has no trace",
-                    order=(len(parts), len(no_trace)),
+                    order=order,
                 )
             )
             if len(no_trace) >= 10_000:

@@ -65,6 +65,7 @@ from .records import (
 
 __all__ = [
     "DEFAULT_TASK_REGEX",
+    "MISSING_TRACE",
     "Config",
     "PartResult",
     "RuleFile",
@@ -72,6 +73,9 @@ __all__ = [
     "read_rule_file",
     "run_part",
 ]
+
+MISSING_TRACE = ("empty", "skip")
+"""What ``--missing-trace`` may say of gold without a trace (see :attr:`Config.missing_trace`)."""
 
 DEFAULT_TASK_REGEX = r"^(?P<task>.+?)[/:_.-]+(?:trial|try|run|sample|attempt|seed)[-_]?\d+$"
 """Without ``--task-key`` or ``--task-regex``, a trace id ending in ``/trial2`` (``_try3``,
@@ -109,6 +113,9 @@ class Config:
     """The largest value read whole (``--max-value-bytes``); ``None``: the default."""
     details: bool = False
     """Records carry a :class:`~.ci.TraceView` (for JUnit, SARIF, baselines)."""
+    missing_trace: str = "empty"
+    """Gold without a trace: ``empty`` scores it as a trial of zero calls (a task whose right
+    answer is "make no call" can pass); ``skip`` gives it the status ``no_trace``."""
 
 
 @dataclass
@@ -308,6 +315,7 @@ class Scorer:
     def __init__(self, cfg: Config) -> None:
         from ..api import builtin_checks, guard_first, pipeline_result, read_rules
         from ..checks.secrets import ToolNames
+        from ..hardrules.spec import combine
         from ..pipeline import Pipeline, run_sync
         from ..redact import active_pii
         from ..result import normalize_weights
@@ -315,14 +323,12 @@ class Scorer:
         self.weights = normalize_weights(cfg.weights)
         self.rules = read_rules(_rules(cfg.forbidden))
         self.strict = cfg.strict
-        rules = self.rules
-        self.light = not cfg.details and (
-            rules is None
-            or not (rules.hard or (rules.arguments is not None and rules.arguments.score))
-        )
+        self.details = cfg.details
+        self.light = self._light(self.rules)
         """Records without CI details read only the score's metrics, the counts and the
         findings of the built-in checks (the expected-calls check then skips the trajectory
         steps, and no full metrics are computed)."""
+        self._combine = combine
         self._gold: list[ToolCall] | None = None
         self._plan: Any = None
         """The expected-calls check's plan of the last gold (the gold lookup gives the trials
@@ -337,20 +343,30 @@ class Scorer:
         self._pipeline = Pipeline
         self._run_sync = run_sync
 
+    def _light(self, rules: Any) -> bool:
+        return not self.details and (
+            rules is None
+            or not (rules.hard or (rules.arguments is not None and rules.arguments.score))
+        )
+
     def score(self, gold: list[ToolCall], batches: Iterable[Batch]) -> tuple[Any, Counter[str]]:
-        """``(result, calls per tool)``.
+        """``(result, calls per tool)``. A gold with rules of its own (a keyed gold line's,
+        a gold file's: :class:`~toolscore.gold.Gold`) adds them to the run's.
 
         Raises:
             InputError: the batches start with an input error (no call read).
         """
+        own = getattr(gold, "rules", None)
+        rules = self.rules if own is None else self._combine(own, self.rules)
+        light = self.light if own is None else self._light(rules)
         plan = self._plan if gold is self._gold else None
         checks = self._builtin_checks(
             gold,
-            self.rules,
+            rules,
             strict=self.strict,
             keep_details=False,
             plan=plan,
-            score_only=self.light,
+            score_only=light,
             tool_names=self._tool_names,
         )
         if plan is None:
@@ -358,7 +374,7 @@ class Scorer:
         pipeline = self._pipeline(checks)
         tools: Counter[str] = Counter()
         if (
-            self.light
+            light
             and isinstance(batches, list)
             and len(batches) == 2
             and batches[1].empty
@@ -366,7 +382,7 @@ class Scorer:
         ):
             # (a decoder's batches of a whole trace: its block, then its end)
             tools.update(batches[0].columns().tools)
-            return self._result(pipeline, gold), tools
+            return self._result(pipeline, gold, light), tools
         guard_first = self._guard_first
 
         def counted() -> Iterator[Batch]:
@@ -380,13 +396,13 @@ class Scorer:
                 yield batch
 
         self._run_sync(pipeline, counted())
-        return self._result(pipeline, gold), tools
+        return self._result(pipeline, gold, light), tools
 
-    def _result(self, pipeline: Any, gold: list[ToolCall]) -> Any:
+    def _result(self, pipeline: Any, gold: list[ToolCall], light: bool) -> Any:
         """The one reducer's result; without CI details or hard rules, only what a record
         reads (``score_only``)."""
         return self._pipeline_result(
-            pipeline, gold, self.weights, include_extras=False, score_only=self.light
+            pipeline, gold, self.weights, include_extras=False, score_only=light
         )
 
 
@@ -451,6 +467,17 @@ def evaluate_one(
         record.expected_calls = len(calls)
         return record
     _fill(record, result, tools, cfg, gold is not None, source, linenos)
+    return record
+
+
+def evaluate_absent(
+    cfg: Config, trace_id: str, gold: list[ToolCall], order: tuple[int, int]
+) -> TraceRecord:
+    """The record of gold without a trace, evaluated as a trace of zero calls (what
+    ``evaluate(gold, [])`` gives), in the task its id names."""
+    record = TraceRecord(trace_id=trace_id, task=_Tasks(cfg).task(trace_id, None), order=order)
+    result, tools = scorer_for(cfg).score(gold, [])
+    _fill(record, result, tools, cfg, True, "", None)
     return record
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "OrderRule",
     "RuleSet",
     "combine",
+    "gold_rule_spec",
     "load_gold_rules",
     "load_rules",
     "ruleset",
@@ -510,18 +511,14 @@ def load_rules(path: str | os.PathLike[str]) -> RuleSet:
         raise with_position(exc, text, exc.json_path) from exc
 
 
-def load_gold_rules(path: str | os.PathLike[str]) -> RuleSet | None:
-    """The rules a gold file holds: ``"rules"`` (a rule object) and top-level ``"match"`` and
-    ``"arguments"`` of a gold object; None for a plain list or an object without them.
+def gold_rule_spec(data: Any, name: str) -> dict[str, Any] | None:
+    """The rule object a gold holds, unparsed: its ``"rules"`` object with its top-level
+    ``"match"`` and ``"arguments"`` (a gold file that is an object, or a keyed gold line);
+    None for a plain list or an object without them.
 
-    The gold file has been read by :func:`~toolscore.gold.load_gold` already, so read errors
-    do not happen here; a bad rule is a :class:`RuleFileError` naming the gold file.
+    Raises:
+        RuleFileError: ``"rules"`` is not an object (the error names ``name``).
     """
-    name = os.fspath(path)
-    try:
-        data = read_json(name, "gold file", RuleFileError)[0]
-    except RuleFileError:
-        return None
     if not isinstance(data, Mapping):
         return None
     spec: dict[str, Any] = {}
@@ -535,9 +532,22 @@ def load_gold_rules(path: str | os.PathLike[str]) -> RuleSet | None:
     for key in ("match", "arguments"):
         if key in data:
             spec[key] = data[key]
-    if not spec:
+    return spec or None
+
+
+def load_gold_rules(path: str | os.PathLike[str]) -> RuleSet | None:
+    """The rules a gold file holds (see :func:`gold_rule_spec`), parsed; None without them.
+
+    The gold file has been read by :func:`~toolscore.gold.load_gold` already, so read errors
+    do not happen here; a bad rule is a :class:`RuleFileError` naming the gold file.
+    """
+    name = os.fspath(path)
+    try:
+        data = read_json(name, "gold file", RuleFileError)[0]
+    except RuleFileError:
         return None
-    return ruleset_from_json(spec, name)
+    spec = gold_rule_spec(data, name)
+    return None if spec is None else ruleset_from_json(spec, name)
 
 
 def combine(first: RuleSet | None, second: RuleSet | None) -> RuleSet | None:

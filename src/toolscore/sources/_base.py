@@ -96,6 +96,11 @@ class Dialect(ABC):
         """Like :meth:`block`, for ``count`` JSON lines given as ``pieces`` of whole lines."""
         return None
 
+    replied = False
+    """The input is a trace that made no call by its own words: a conversation whose
+    assistant answered in text (or an empty array of calls), so zero calls is its content,
+    not a sign of a format misread."""
+
     def close(self, out: Batch) -> None:
         """End of stream: calls still waiting for a result are complete without one."""
         for call in self.pending.values():
@@ -122,8 +127,14 @@ class MessagesDialect(Dialect):
             for message in messages:
                 if isinstance(message, dict):
                     self._message(message, location, out)
+                    self._note_reply(message)
             return
         self._other(obj, location, out)
+        self._note_reply(obj)
+
+    def _note_reply(self, message: dict[str, Any]) -> None:
+        if message.get("role") == "assistant" and isinstance(message.get("content"), str):
+            self.replied = True
 
     @abstractmethod
     def _message(self, msg: dict[str, Any], location: Location | None, out: Batch) -> None:

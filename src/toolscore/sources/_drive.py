@@ -82,6 +82,8 @@ def open_decoder(format: str, head: bytes, source_name: str, *, final: bool = Fa
     # A format the user named may rightly hold no call (a conversation without tool use);
     # only a guessed one must never come back empty without a word.
     decoder.empty_is_error = format == "auto"
+    if found.shape is not None and found.shape.top == "array" and found.shape.sample == []:
+        dialect.replied = True  # ``[]`` says the trace made no call
     return decoder
 
 

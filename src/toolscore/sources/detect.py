@@ -498,4 +498,7 @@ def detect(
                     description,
                     shape,
                 )
+        if final and shape.layout == "json" and shape.top == "array" and shape.sample == []:
+            # ``[]``: an explicit trace of zero calls, in any array format
+            return Detection("json", "custom", "item", description, shape)
     raise FormatNotDetected(source, not_detected_problem(description))

@@ -75,7 +75,12 @@ class Decoder:
     def _finish(self, out: Batch) -> Batch:
         """End of input: complete the pending calls; no call at all is an error."""
         self.dialect.close(out)
-        if self.check_empty and out.error is None and self.dialect.next_index == 0:
+        if (
+            self.check_empty
+            and out.error is None
+            and self.dialect.next_index == 0
+            and not self.dialect.replied
+        ):
             problem = not_detected_problem(self.description, read_as=self.name)
             if self.empty_is_error:
                 out.error = FormatNotDetected(self.source, problem)
