@@ -34,9 +34,10 @@ GUARDRAILS = """
 │ Sequence Accuracy  │  40.0% │
 └────────────────────┴────────┘
 
-╭────────────────────────╮
-│ Grade C   WARN (74.0%) │
-╰────────────────────────╯
+╭───────────────────────────────────────────────────────────────╮
+│ Grade C   FAIL (74.0%)                                        │
+│ grade C below A; required calls 50% completed; 2 violation(s) │
+╰───────────────────────────────────────────────────────────────╯
 
 Required calls completed: 1 of 2 (missing or failed; not part of the default score)
 

@@ -20,7 +20,7 @@ def test_findings_escaped_and_listed() -> None:
     ) in page
     assert "2 of 5 tool calls failed (deploy x2)" in page
     assert '<div class="value">1 of 2 (50%)</div>' in page
-    assert '<div class="value">74.0% (C)</div>' in page
+    assert '<div class="value">74.0% (C, fail)</div>' in page
 
 
 def test_self_contained() -> None:

@@ -23,7 +23,8 @@ def test_sections_and_findings() -> None:
     text = render_markdown(make_result(), now=NOW)
     lines = text.splitlines()
     assert lines[:3] == ["# Toolscore Evaluation Report", "", "**Generated:** 2024-01-02 03:04:05"]
-    assert "- **Score:** 74.0% (grade C)" in lines
+    assert "- **Score:** 74.0% (grade C, fail)" in lines
+    assert "- **Violations:** 1 forbidden call(s), 1 credential(s)" in lines
     assert "- **Required Calls Completed:** 1 of 2" in lines
     assert "| Argument F1 Score | 100.00% | ✅ Excellent |" in lines
     assert "| Sequence Accuracy | 40.00% | 🔴 Needs Improvement |" in lines

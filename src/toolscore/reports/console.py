@@ -26,7 +26,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..sanitize import shown
-from . import ReportResult, input_lines, number, required_counts, section, verdict_word
+from ..verdict import judge
+from . import ReportResult, input_lines, number, required_counts, section
 from ._issues import top_issues
 from ._pairing import pairing_note
 
@@ -115,6 +116,9 @@ class EvalSummary:
         yield Text()
         yield Panel.fit(Text("Toolscore Evaluation Results", style="bold cyan"))
         yield Text()
+        if not getattr(result, "has_gold", True):
+            yield from self._checks_only()
+            return
         if self.verbose:
             yield Text(f"Expected calls: {len(result.gold_calls)}")
             yield Text(f"Actual calls: {result.trace_calls_count}")
@@ -218,12 +222,34 @@ class EvalSummary:
             )
         return table
 
+    def _checks_only(self) -> Iterator[Text | Panel]:
+        """No gold: the checks' findings, with no score, grade or advice about the calls."""
+        count = self.result.trace_calls_count
+        verdict = judge(self.result)
+        style = "bold red" if verdict.violations.total else "bold green"
+        yield Panel.fit(
+            Text(
+                f"No gold: checks only   {count} call(s)   "
+                f"violations: {verdict.violations.describe()}",
+                style=style,
+            )
+        )
+        yield Text()
+        yield from self._behavior()
+        yield from self._input()
+        yield from self._incomplete()
+
     def _grade_panel(self) -> Panel:
-        score = self.result.score
+        verdict = judge(self.result)
+        score = verdict.score if verdict.score is not None else self.result.score
+        word = "PASS" if verdict.passed else "FAIL"
         text = Text(
-            f"Grade {self.result.grade}   {verdict_word(score)} ({score:.1%})",
+            f"Grade {verdict.grade}   {word} ({score:.1%})",
             style=f"bold {score_style(score)}",
         )
+        reasons = verdict.criterion.reasons(verdict)
+        if reasons:
+            text.append(f"\n{'; '.join(reasons)}", style="dim")
         return Panel.fit(text)
 
     def _required(self) -> Iterator[Text]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..redact import redact_secrets
 from ..sanitize import shown
+from ..verdict import judge
 from . import ReportResult, failed_calls, input_lines, number, required_counts, section
 from ._issues import top_issues
 from ._pairing import pairing_note
@@ -106,14 +107,26 @@ def render_html(result: ReportResult, *, now: datetime | None = None) -> str:
         f"<p>Generated: {_t(when)}</p>",
         "<h2>Summary</h2>",
         '<div class="summary">',
-        _card("Expected calls", str(len(result.gold_calls))),
         _card("Actual calls", str(result.trace_calls_count)),
-        _card(
-            "Score",
-            f"{result.score * 100:.1f}% ({result.grade})",
-            _grade_class(result.score),
-        ),
     ]
+    verdict = judge(result)
+    if verdict.score is None:
+        parts.append(_card("Score", "no gold: checks only"))
+    else:
+        parts.insert(-1, _card("Expected calls", str(len(result.gold_calls))))
+        word = "pass" if verdict.passed else "fail"
+        parts.append(
+            _card(
+                "Score",
+                f"{verdict.score * 100:.1f}% ({verdict.grade}, {word})",
+                _grade_class(verdict.score),
+            )
+        )
+    parts.append(
+        _card(
+            "Violations", verdict.violations.describe(), "bad" if verdict.violations.total else ""
+        )
+    )
     counts = required_counts(result)
     recall = result.required_call_recall
     if counts is not None and recall is not None:

@@ -17,6 +17,7 @@ import orjson
 
 from ..redact import redact_secrets
 from ..sanitize import shown
+from ..verdict import judge
 from . import ReportResult, failed_calls, input_lines, number, required_counts, section
 from ._issues import top_issues
 from ._pairing import pairing_note
@@ -108,9 +109,16 @@ def render_markdown(result: ReportResult, *, now: datetime | None = None) -> str
     out: list[str] = ["# Toolscore Evaluation Report", "", f"**Generated:** {when}", ""]
 
     out += ["## 📊 Summary", ""]
-    out.append(f"- **Expected Calls:** {len(result.gold_calls)}")
+    verdict = judge(result)
+    if verdict.has_gold:
+        out.append(f"- **Expected Calls:** {len(result.gold_calls)}")
     out.append(f"- **Actual Calls:** {result.trace_calls_count}")
-    out.append(f"- **Score:** {result.score * 100:.1f}% (grade {result.grade})")
+    if verdict.score is None:
+        out.append("- **No gold: checks only** (no score or grade)")
+    else:
+        word = "pass" if verdict.passed else "fail"
+        out.append(f"- **Score:** {verdict.score * 100:.1f}% (grade {verdict.grade}, {word})")
+    out.append(f"- **Violations:** {verdict.violations.describe()}")
     counts = required_counts(result)
     if counts is not None:
         out.append(f"- **Required Calls Completed:** {counts[0]} of {counts[1]}")
