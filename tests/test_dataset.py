@@ -920,14 +920,17 @@ def test_cli_broken_trace_exits_2_and_names_the_line(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["summary"]["traces"] == 2
 
 
-def test_cli_single_trace_is_unchanged(tmp_path: Path, corpus: Path) -> None:
-    # a file of many traces with one gold file and no dataset option is still one trace
+def test_cli_reads_a_file_of_many_traces_trace_by_trace(tmp_path: Path, corpus: Path) -> None:
+    # a file of many traces with one gold file is read trace by trace, each against the gold,
+    # never as one trace
     gold = tmp_path / "g.json"
     gold.write_text(json.dumps([{"tool": "get_user_details"}]))
     out = tmp_path / "o.json"
     proc = run_cli("eval", str(gold), str(corpus / "toolbench.jsonl"), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.read_text())["summary"]["trace_calls_count"] == 328
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["traces"] == 15
+    assert summary["calls"] == 328
 
 
 def test_human_reports_are_redacted(tmp_path: Path) -> None:

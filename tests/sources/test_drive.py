@@ -171,7 +171,11 @@ def test_sync_pipe_uses_read1() -> None:
 def test_corpus(corpus: Path) -> None:
     for name, count in (("tau-bench-airline.jsonl", 1164), ("toolbench.jsonl", 328)):
         batches = list(iter_batches(corpus / name))
-        assert all(b.error is None and not b.findings for b in batches)
+        assert all(b.error is None for b in batches)
+        # each file holds many traces: read as one, that is said once, where it shows
+        (said,) = [f for b in batches for f in b.findings]
+        assert (said.kind, said.severity) == ("several_traces", "error")
+        assert "--trace-key trace_id" in said.message
         calls = [c for b in batches for c in b.calls]
         assert len(calls) == count
         assert [c.index for c in calls] == list(range(count))

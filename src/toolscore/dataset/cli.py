@@ -164,13 +164,13 @@ class DatasetRun:
 
 def wants_dataset(gold: str, trace: str, options: DatasetOptions) -> bool:
     """Whether ``toolscore eval GOLD TRACES`` reads a dataset (see the module's doc)."""
-    from .shape import gold_is_dataset, is_url
+    from .shape import gold_is_dataset, is_url, trace_is_dataset
 
     if options.any_given():
         return True
     if trace != "-" and (is_url(trace) or os.path.isdir(trace) or any(c in trace for c in "*?[")):
         return not os.path.isfile(trace)
-    return gold_is_dataset(gold)
+    return gold_is_dataset(gold) or trace_is_dataset(trace)
 
 
 def _rate(text: str) -> float:

@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from ..sources._traceids import ID_KEYS
+
 __all__ = [
     "ID_KEYS",
     "first_line",
@@ -19,21 +21,8 @@ __all__ = [
     "gold_is_dataset",
     "is_url",
     "keyed_gold_key",
+    "trace_is_dataset",
 ]
-
-ID_KEYS: tuple[str, ...] = (
-    "trace_id",
-    "traceId",
-    "session_id",
-    "sessionId",
-    "conversation_id",
-    "conversationId",
-    "thread_id",
-    "threadId",
-    "episode_id",
-    "run_id",
-)
-"""Keys looked for, in this order, on a multi-trace file's first line."""
 
 
 def is_url(path: str) -> bool:
@@ -113,3 +102,37 @@ def gold_is_dataset(gold: str, storage_options: Mapping[str, Any] | None = None)
     except OSError:
         return False
     return keyed_gold_key(head) is not None
+
+
+SNIFF_TRACES = 1 << 20
+"""Bytes of a trace file :func:`trace_is_dataset` reads to find a second trace id."""
+
+
+def trace_is_dataset(trace: str) -> bool:
+    """Whether a local JSON Lines trace file holds several traces: the calls of its first
+    :data:`SNIFF_TRACES` bytes name more than one trace id (``trace_id``, ``session_id``...).
+    ``toolscore eval`` then reads it trace by trace, each against the gold, rather than as
+    one trace (a second id further on is still said, by the reader: ``several_traces``)."""
+    if trace == "-" or is_url(trace):
+        return False
+    try:
+        with open(trace, "rb") as f:
+            head = f.read(SNIFF_TRACES)
+    except OSError:
+        return False
+    first = first_record(head)
+    key = None if first is None else next((k for k in ID_KEYS if k in first), None)
+    if key is None or first is None or not isinstance(first.get(key), (str, int)):
+        return False
+    needle = orjson.dumps({key: first[key]})[1:-1]  # '"trace_id":"a"'
+    lines = head.split(b"\n")[:-1] if b"\n" in head else [head]
+    for line in lines:
+        if not line.strip() or needle in line:
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and key in obj and obj[key] != first[key]:
+            return True
+    return False

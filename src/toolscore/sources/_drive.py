@@ -31,6 +31,7 @@ from ..limits import ensure_recursion_limit
 from ._array import ArrayDecoder, suits
 from ._base import Decoder
 from ._document import JsonDecoder
+from ._traceids import TraceIds
 from ._util import input_finding
 from .detect import MAX_SAMPLE, SAMPLE_SIZE, check_format, detect, dialect_class
 from .jsonl import JsonlDecoder
@@ -428,8 +429,10 @@ except ImportError:  # pragma: no cover - zstandard is optional
 
 
 def _sync_batches(session: Session, read: Callable[[int], bytes], size: int) -> Iterator[Batch]:
+    ids = TraceIds()
     for batch in _sync_session(session, read, size):
         batch.decoded = True
+        ids.check(batch)
         yield batch
 
 
@@ -528,8 +531,10 @@ async def _path_chunks(path: str, size: int) -> AsyncIterator[bytes]:
 
 
 async def _async_batches(session: Session, chunks: AsyncIterable[bytes]) -> AsyncIterator[Batch]:
+    ids = TraceIds()
     async for batch in _async_session(session, chunks):
         batch.decoded = True
+        ids.check(batch)
         yield batch
 
 

@@ -22,7 +22,7 @@ its raw value is kept in ``metadata`` under the same key.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, is_not, itemgetter
 from typing import Any
@@ -630,3 +630,19 @@ class CustomBlock(Columns):
 
     def calls(self) -> list[ToolCall]:
         return [self.call(i) for i in range(self.n)]
+
+    def trace_ids(self, keys: Sequence[str]) -> Iterator[tuple[str, Any, Location | None]]:
+        """``(key, id, location)`` of the first call and of the first call whose id differs,
+        for the first of ``keys`` these calls carry (nothing when they carry none)."""
+        key = next((k for k in keys if k in self._extras), None)
+        if key is None or not self.n:
+            return
+        get = attrgetter(f"x{self._extras.index(key)}")
+        values = list(map(get, self._items))
+        first = values[0]
+        if first is not _UNSET:
+            yield key, first, self.location(0)
+        if values.count(first) != len(values):
+            i = next(i for i, v in enumerate(values) if v != first)
+            if values[i] is not _UNSET:
+                yield key, values[i], self.location(i)
