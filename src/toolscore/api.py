@@ -552,12 +552,15 @@ class _NamedChunks:
         return self._chunks
 
 
-async def abatches(source: TraceSource, format: str = "auto") -> AsyncIterator[Batch]:
-    """Batches from any :data:`TraceSource`: bytes go through a decoder, dicts are calls."""
+async def abatches(
+    source: TraceSource, format: str = "auto", *, one_trace: bool = True
+) -> AsyncIterator[Batch]:
+    """Batches from any :data:`TraceSource`: bytes go through a decoder, dicts are calls
+    (``one_trace`` false: a stream of sessions, see :func:`~toolscore.sources.aiter_batches`)."""
     from .sources import aiter_batches
 
     if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
-        async for batch in aiter_batches(source, format):  # type: ignore[arg-type]
+        async for batch in aiter_batches(source, format, one_trace=one_trace):  # type: ignore[arg-type]
             yield batch
         return
     if isinstance(source, AsyncIterable):
@@ -575,7 +578,7 @@ async def abatches(source: TraceSource, format: str = "auto") -> AsyncIterator[B
 
             name = getattr(source, "name", None)  # a followed file's path, for locations
             chunks = _bytes() if not isinstance(name, str) else _NamedChunks(_bytes(), name)
-            async for batch in aiter_batches(chunks, format):
+            async for batch in aiter_batches(chunks, format, one_trace=one_trace):
                 yield batch
             return
         # An agent's own loop hands calls over one at a time, so each is evaluated as it

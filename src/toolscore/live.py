@@ -24,7 +24,15 @@ from __future__ import annotations
 import importlib
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, cast
 
@@ -40,13 +48,17 @@ from .api import (
     aguard_first,
     open_run,
     pipeline_result,
+    read_gold,
+    read_rules,
 )
 from .calls import Batch, Finding, ToolCall
 from .pipeline import CallSink, FindingSink, Pipeline, run_async
 from .redact import pii_redaction
 from .result import EvaluationResult
+from .sessions import ClosedSession, SessionFindings, Sessions, session_opener
+from .verdict import PassCriterion
 
-__all__ = ["LiveRun", "plain_errors", "watch"]
+__all__ = ["LiveRun", "SessionEvent", "SessionsRun", "plain_errors", "watch", "watch_sessions"]
 
 if sys.version_info >= (3, 11):
     _GROUPS: tuple[type[BaseException], ...] = (BaseExceptionGroup,)  # noqa: F821
@@ -366,3 +378,146 @@ async def watch(
         if run._failure is not None and not run._failure_seen:
             run._failure_seen = True
             raise run._failure
+
+
+SessionEvent = SessionFindings | ClosedSession
+"""What :func:`watch_sessions` hands over: a session's new findings, or a closed session."""
+
+
+class SessionsRun:
+    """A sessions watch in progress: iterate it for :data:`SessionEvent` values.
+
+    Made by :func:`watch_sessions`. ``sessions`` is the router (open sessions, counts);
+    :meth:`stop` stops reading, closes every open session and ends the iteration.
+    """
+
+    def __init__(
+        self,
+        sessions: Sessions,
+        receive: MemoryObjectReceiveStream[list[SessionEvent]],
+        send: MemoryObjectSendStream[list[SessionEvent]],
+    ) -> None:
+        self.sessions = sessions
+        self.stopped = False
+        self._receive = receive
+        self._send = send
+        self._buf: list[SessionEvent] = []
+        self._read_scope: anyio.CancelScope | None = None
+        self._failure: Exception | None = None
+
+    def stop(self) -> None:
+        """Stop reading; the open sessions are closed and their results handed over."""
+        self.stopped = True
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+
+    def __aiter__(self) -> SessionsRun:
+        return self
+
+    async def __anext__(self) -> SessionEvent:
+        while not self._buf:
+            try:
+                self._buf = list(await self._receive.receive())
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                if self._failure is not None:
+                    failure, self._failure = self._failure, None
+                    raise failure from None
+                raise StopAsyncIteration from None
+        return self._buf.pop(0)
+
+    async def _produce(self, source: TraceSource, format: str) -> None:
+        batches = cast(
+            "AsyncGenerator[Batch, None]",
+            aguard_first(abatches(source, format, one_trace=False)),
+        )
+        try:
+            while not self.stopped:
+                with anyio.CancelScope() as scope:
+                    self._read_scope = scope
+                    try:
+                        batch = await batches.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        self._read_scope = None
+                if scope.cancelled_caught:
+                    break
+                found, closed = self.sessions.feed(batch)
+                events: list[SessionEvent] = [*closed, *found]
+                if events:
+                    await self._send.send(events)
+                if batch.error is not None:
+                    raise batch.error
+            await self._send.send(list(self.sessions.close_all()))
+        except Exception as exc:
+            self._failure = exc
+        finally:
+            self._send.close()
+            with anyio.CancelScope(shield=True):
+                await batches.aclose()
+
+    async def _expire(self, every: float) -> None:
+        while True:
+            await anyio.sleep(every)
+            closed = self.sessions.expire()
+            if closed:
+                await self._send.send(list(closed))
+
+
+@asynccontextmanager
+async def watch_sessions(
+    source: TraceSource,
+    *,
+    trace_key: str,
+    gold: GoldInput | None = None,
+    gold_for: Callable[[str], Any] | None = None,
+    forbidden: RulesInput = None,
+    rules: RulesInput = None,
+    format: str = "auto",
+    weights: Mapping[str, float] | None = None,
+    strict: bool = False,
+    idle: float | None = None,
+    max_open: int = 10_000,
+    criterion: PassCriterion | None = None,
+    buffer: int = 64,
+) -> AsyncIterator[SessionsRun]:
+    """Evaluate a stream of interleaved traces live, one session per ``trace_key`` value.
+
+    Each session has its own pipeline (rules, budgets and score per session); iterate the run
+    for :class:`~toolscore.sessions.SessionFindings` (each finding as its call is read) and
+    :class:`~toolscore.sessions.ClosedSession` (its result and verdict, when the stream ends,
+    after ``idle`` seconds without a call, or when more than ``max_open`` are open).
+
+    Args:
+        source: as for :func:`watch`.
+        trace_key: the call field naming the session (``trace_id``, ``session_id``...).
+        gold: the gold of every session; or ``gold_for(session)`` a session's own (None:
+            checks only for that session).
+        forbidden, rules, format, weights, strict: as for :func:`watch` (the rules are read
+            once, for every session).
+        idle: seconds without a call after which a session is closed.
+        max_open: sessions kept open at most (the oldest is closed past it).
+        criterion: what counts as a pass in each session's verdict.
+        buffer: event lists the producer may run ahead of the consumer.
+    """
+    ruleset = read_rules(check_rules(forbidden, "forbidden"), check_rules(rules, "rules"))
+    fixed = None if gold is None else read_gold(gold)
+    opener = session_opener(
+        gold=fixed, gold_for=gold_for, weights=weights, rules=ruleset, strict=strict
+    )
+    sessions = Sessions(trace_key, opener, idle=idle, max_open=max_open, criterion=criterion)
+    send, receive = anyio.create_memory_object_stream[list[SessionEvent]](buffer)
+    run = SessionsRun(sessions, receive, send)
+    try:
+        with plain_errors():
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run._produce, _live_source(source), format)
+                if idle is not None:
+                    tg.start_soon(run._expire, max(min(idle / 4, 1.0), 0.01))
+                try:
+                    yield run
+                finally:
+                    tg.cancel_scope.cancel()
+    finally:
+        send.close()
+        receive.close()

@@ -109,9 +109,13 @@ class Session:
         source: str,
         *,
         pull: tuple[Callable[[int], bytes], int] | None = None,
+        one_trace: bool = True,
     ) -> None:
         self.format = check_format(format)
         self.source = source
+        self.ids = TraceIds() if one_trace else None
+        """Says where a second trace id shows (None: the input is many traces by design,
+        as for a watch with ``--trace-key``)."""
         self.decoder: Decoder | None = None
         self._pull = pull
         self.pulling: Iterator[Batch] | None = None
@@ -429,10 +433,10 @@ except ImportError:  # pragma: no cover - zstandard is optional
 
 
 def _sync_batches(session: Session, read: Callable[[int], bytes], size: int) -> Iterator[Batch]:
-    ids = TraceIds()
     for batch in _sync_session(session, read, size):
         batch.decoded = True
-        ids.check(batch)
+        if session.ids is not None:
+            session.ids.check(batch)
         yield batch
 
 
@@ -531,10 +535,10 @@ async def _path_chunks(path: str, size: int) -> AsyncIterator[bytes]:
 
 
 async def _async_batches(session: Session, chunks: AsyncIterable[bytes]) -> AsyncIterator[Batch]:
-    ids = TraceIds()
     async for batch in _async_session(session, chunks):
         batch.decoded = True
-        ids.check(batch)
+        if session.ids is not None:
+            session.ids.check(batch)
         yield batch
 
 
@@ -559,6 +563,7 @@ def aiter_batches(
     format: str = "auto",
     *,
     chunk_size: int = CHUNK_SIZE,
+    one_trace: bool = True,
 ) -> AsyncIterator[Batch]:
     """The async twin of :func:`iter_batches`: batches as the bytes arrive.
 
@@ -568,13 +573,15 @@ def aiter_batches(
             of ``bytes`` (each chunk is decoded as soon as it is received).
         format: ``auto`` or a name from :data:`~.detect.FORMATS`.
         chunk_size: the most bytes read at a time from a path or file.
+        one_trace: the input is one trace (a second trace id is an input finding); False
+            for a stream of sessions.
 
     Raises:
         InputError: the path does not exist or is a directory (raised by this call).
         UsageError: an unknown format (raised by this call).
     """
     ensure_recursion_limit()
-    session = Session(format, _name(src))
+    session = Session(format, _name(src), one_trace=one_trace)
     if isinstance(src, (str, os.PathLike)):
         path = str(os.fspath(src))
         _check_path(path)
