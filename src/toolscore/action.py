@@ -1,7 +1,7 @@
 """The GitHub Action's evaluation of many traces: ``python -m toolscore.action``.
 
 The action (``action.yml``, ``.github/action/run.sh``) calls this when its ``traces`` input is
-set. It is ``toolscore eval GOLD TRACES`` on a dataset (:func:`toolscore.dataset.cli.run_dataset`:
+set. It is ``toolscore eval GOLD TRACES`` on a dataset (:func:`toolscore.cli.dataset.run_dataset`:
 the same reading, matching, process pool, JUnit, SARIF and baselines), with the Action's
 gold and its reporting:
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .dataset.cli import DatasetRun
+    from .cli.dataset import DatasetRun
     from .dataset.records import TraceRecord
 
 __all__ = ["Required", "main", "markdown_summary", "migrate_baseline", "step_outputs"]
@@ -67,8 +67,8 @@ class Required:
 def markdown_summary(run: DatasetRun, required: Required, notes: Sequence[str] = ()) -> str:
     """The job summary: the key figures, the dataset's aggregate, the baseline's verdict and
     the failed gates; every piece of data redacted and sanitized."""
-    from ._ci_cli import markdown_text as _md
-    from ._ci_cli import verdict_markdown
+    from .cli._ci import markdown_text as _md
+    from .cli._ci import verdict_markdown
     from .dataset.reports import render_markdown
     from .verdict import letter_grade
 
@@ -202,10 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, work: str) -> int:
-    from ._ci_cli import CiOptions
-    from ._cliutil import error_line, failure_status
-    from .cli import EvalOptions
-    from .dataset.cli import DatasetOptions, run_dataset
+    from .cli._options import CiOptions, EvalOptions
+    from .cli._util import error_line, failure_status
+    from .cli.dataset import DatasetOptions, run_dataset
     from .errors import ToolscoreError
 
     notes: list[str] = []
