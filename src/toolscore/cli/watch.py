@@ -37,21 +37,8 @@ from .._interrupt import StopOnSignal, Terminated
 from ..errors import ToolscoreError, UsageError
 from ..limits import DEFAULT_MAX_VALUE_BYTES
 from ..sanitize import shown
-from ._options import (
-    FailOnViolationsOption,
-    FailUnderOption,
-    FindingsOption,
-    FollowOption,
-    ForbiddenOption,
-    FormatOption,
-    GoldOption,
-    MaxValueBytesOption,
-    PiiOption,
-    WatchOptions,
-    WatchTraceArgument,
-    WeightOption,
-    watch_options,
-)
+from . import _options as opt
+from ._options import WatchOptions, watch_options
 from ._util import (
     apply_settings,
     error_line,
@@ -344,17 +331,17 @@ def run_watch(opts: WatchOptions) -> int:
 
 
 def watch_command(
-    trace: WatchTraceArgument = None,
-    gold: GoldOption = None,
-    forbidden: ForbiddenOption = None,
-    follow: FollowOption = False,
-    format: FormatOption = "auto",
-    findings: FindingsOption = None,
-    fail_on_violations: FailOnViolationsOption = False,
-    fail_under: FailUnderOption = None,
-    weight: WeightOption = None,
-    pii: PiiOption = False,
-    max_value_bytes: MaxValueBytesOption = DEFAULT_MAX_VALUE_BYTES,
+    trace: opt.WatchTraceArgument = None,
+    gold: opt.GoldOption = None,
+    forbidden: opt.ForbiddenOption = None,
+    follow: opt.FollowOption = False,
+    format: opt.FormatOption = "auto",
+    findings: opt.FindingsOption = None,
+    fail_on_violations: opt.FailOnViolationsOption = False,
+    fail_under: opt.FailUnderOption = None,
+    weight: opt.WeightOption = None,
+    pii: opt.PiiOption = False,
+    max_value_bytes: opt.MaxValueBytesOption = DEFAULT_MAX_VALUE_BYTES,
 ) -> None:
     """Evaluate a trace live: print each finding as its call arrives, then the summary."""
     opts = watch_options(locals())
