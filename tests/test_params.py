@@ -1,4 +1,4 @@
-"""Deferred option coercion (toolscore._params): the same values and errors as typer's own."""
+"""Deferred option coercion (toolscore.cli._params): the same values and errors as typer's own."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _cli import EXAMPLE, run_cli
-from toolscore._params import defer_coercion
 from toolscore.cli import app, main
+from toolscore.cli._params import defer_coercion
 
 
 def _commands() -> tuple[Any, Any]:

@@ -17,8 +17,8 @@ from typing import IO
 
 import pytest
 
-from toolscore._watch_cli import format_finding
 from toolscore.calls import Finding
+from toolscore.cli.watch import format_finding
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,7 @@
 """The GitHub Action's evaluation of many traces: ``python -m toolscore.action``.
 
 The action (``action.yml``, ``.github/action/run.sh``) calls this when its ``traces`` input is
-set. It is ``toolscore eval GOLD TRACES`` on a dataset (:func:`toolscore.dataset.cli.run_dataset`:
+set. It is ``toolscore eval GOLD TRACES`` on a dataset (:func:`toolscore.cli.dataset.run_dataset`:
 the same reading, matching, process pool, JUnit, SARIF and baselines), with the Action's
 gold and its reporting:
 
@@ -37,8 +37,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .cli._ci import markdown_text as _md
+from .cli._ci import verdict_markdown
+from .cli._options import CiOptions, EvalOptions
+from .cli._util import error_line, failure_status
+from .cli.dataset import DatasetOptions, DatasetRun, run_dataset
+from .dataset.reports import render_markdown
+from .errors import InputError, ToolscoreError
+from .verdict import letter_grade
+
 if TYPE_CHECKING:
-    from .dataset.cli import DatasetRun
     from .dataset.records import TraceRecord
 
 __all__ = ["Required", "main", "markdown_summary", "migrate_baseline", "step_outputs"]
@@ -67,10 +75,6 @@ class Required:
 def markdown_summary(run: DatasetRun, required: Required, notes: Sequence[str] = ()) -> str:
     """The job summary: the key figures, the dataset's aggregate, the baseline's verdict and
     the failed gates; every piece of data redacted and sanitized."""
-    from ._ci_cli import markdown_text as _md
-    from ._ci_cli import verdict_markdown
-    from .dataset.reports import render_markdown
-    from .verdict import letter_grade
 
     result = run.result
     agg = result.aggregate
@@ -102,8 +106,6 @@ def markdown_summary(run: DatasetRun, required: Required, notes: Sequence[str] =
 def step_outputs(run: DatasetRun, required: Required) -> list[str]:
     """The step's outputs, ``key=value`` (the keys of a single trace's, plus ``traces`` and
     ``regressions``)."""
-    from .verdict import letter_grade
-
     mean = run.result.mean
     comparison = run.comparison
     regressions = 0
@@ -130,13 +132,12 @@ def migrate_baseline(path: str, traces: str, workdir: str) -> tuple[str, str | N
     Raises:
         InputError: the baseline cannot be read.
     """
+    # baselines and the dataset's inputs load only when a baseline is given: start-up
     from .baseline import AggregateBuilder, iter_baseline, write_baseline_entries
     from .dataset.inputs import is_url, list_inputs
 
     if is_url(traces):
         return path, None
-    from .errors import InputError
-
     try:
         inputs = list_inputs(traces)
     except InputError:
@@ -202,12 +203,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, work: str) -> int:
-    from ._ci_cli import CiOptions
-    from ._cliutil import error_line, failure_status
-    from .cli import EvalOptions
-    from .dataset.cli import DatasetOptions, run_dataset
-    from .errors import ToolscoreError
-
     notes: list[str] = []
     baseline = args.baseline or None
     if baseline:

@@ -170,7 +170,7 @@ class _Defaults:
         weights: dict[str, float] | None = None
         lines = [str(x) for x in config.getini("toolscore_weights") or []]
         if lines:
-            from ._cliutil import parse_weights
+            from .cli._util import parse_weights
 
             weights = parse_weights([x for line in lines for x in line.split(",") if x.strip()])
         forbidden: Any = config.getini("toolscore_forbidden") or None

@@ -36,8 +36,8 @@ import msgspec
 from ..calls import Finding, FindingValues, Location
 
 if TYPE_CHECKING:
-    from .._ci_cli import CiOptions
     from ..baseline import Comparison, TraceSummary
+    from ..cli._options import CiOptions
     from ..reports.junit import Gate
     from .records import PassCriterion, TraceRecord
 
@@ -401,7 +401,7 @@ def finish_ci(
     """
     from rich.text import Text
 
-    from .._ci_cli import baseline_gate, say_verdict
+    from ..cli._ci import baseline_gate, say_verdict
     from ..sanitize import shown
 
     options = ci.options

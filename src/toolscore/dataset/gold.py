@@ -52,7 +52,7 @@ class GoldSpec:
     """How workers find a trace's gold (picklable)."""
 
     kind: str
-    """``one``, ``keyed`` or ``dir``."""
+    """``one``, ``keyed``, ``dir`` or ``none`` (no gold: every trace is checked, unscored)."""
     path: str | None = None
     """``one``: the gold file; ``keyed``: the SQLite index."""
     calls: tuple[Mapping[str, Any], ...] | None = None
@@ -83,7 +83,7 @@ class GoldSpec:
 
 
 def build_gold(
-    gold: str | Sequence[Mapping[str, Any]],
+    gold: str | Sequence[Mapping[str, Any]] | None,
     workdir: str,
     *,
     key: str | None,
@@ -100,6 +100,8 @@ def build_gold(
         GoldFileError: the file is missing or unreadable, or a keyed file has no usable line.
     """
     options = dict(storage_options or {})
+    if gold is None:
+        return GoldSpec("none")
     if not isinstance(gold, str):
         return GoldSpec("one", calls=tuple(gold))
     local_dir = not is_url(gold) and os.path.isdir(gold)

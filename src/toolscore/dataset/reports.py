@@ -80,7 +80,26 @@ def _json_into(result: DatasetResult, f: Any) -> None:
     f.write(b"\n  ]\n}\n")
 
 
+_SCORED_ROWS = frozenset(
+    {"Mean score", "Median score", "p10 score", "Pass rate", "Pass criterion", "Tasks", "Grades"}
+)
+"""Headline rows that say nothing without gold."""
+
+
 def _headline(result: DatasetResult) -> list[tuple[str, str]]:
+    rows = _headline_rows(result)
+    if result.checks_only:
+        return [
+            row
+            for row in rows
+            if row[0] not in _SCORED_ROWS
+            and not row[0].startswith("pass@")
+            and row[0] != "Traces without gold"
+        ]
+    return rows
+
+
+def _headline_rows(result: DatasetResult) -> list[tuple[str, str]]:
     s = result.summary()
     rows = [
         ("Traces", f"{s['traces']:,}"),
@@ -168,7 +187,7 @@ def _error_lines(result: DatasetResult) -> list[str]:
             result.aggregate.statuses.get("no_trace", 0),
         ),
     ):
-        if total:
+        if total and not (result.checks_only and what == "traces without gold"):
             more = f", ... ({total:,} in all)" if total > SHOW else ""
             lines.append(f"{total:,} {what}: " + _r(", ".join(ids[:SHOW])) + more)
     return lines
@@ -186,6 +205,13 @@ def first_signal(result: DatasetResult) -> Any:
 
     agg = result.aggregate
     mean = result.mean
+    if result.checks_only:
+        text = Text(
+            f"No gold: checks only   {agg.traces:,} traces   "
+            f"violations: {agg.violations:,} in {agg.traces_with_violations:,} traces",
+            style="bold red" if agg.violations else "bold green",
+        )
+        return Panel.fit(text)
     if mean is None:
         text = Text(f"No trace scored ({agg.traces:,} read)", style="bold yellow")
     else:

@@ -78,6 +78,8 @@ class DatasetResult:
     """Lines of a keyed gold file that could not be used (bad lines, lines without an id or
     expected calls, duplicate ids): an input error, as a broken trace is; the first 100 are
     described in :attr:`problems`."""
+    checks_only: bool = False
+    """No gold was given: every trace was checked, none scored."""
 
     def __post_init__(self) -> None:
         # the temporary files go with the result (or with close())
@@ -189,7 +191,7 @@ def _dump_task(outcome: TaskOutcome) -> bytes:
 
 
 def evaluate_dataset(
-    gold: str | Sequence[Mapping[str, Any]],
+    gold: str | Sequence[Mapping[str, Any]] | None,
     traces: str,
     *,
     format: str = "auto",
@@ -224,7 +226,8 @@ def evaluate_dataset(
 
     Args:
         gold: one gold file for every trace, a JSON Lines gold keyed by trace id, a directory
-            of gold files matched by name, or the expected calls in Python.
+            of gold files matched by name, or the expected calls in Python; None: no gold,
+            every trace is checked (status ``no_gold``, no score).
         traces: a file, a directory, a glob, or an fsspec URL (``s3://``, ``memory://``...).
         format: the traces' format (``auto`` detects each trace's).
         weights, forbidden, strict: as for :func:`toolscore.evaluate_trace`.
@@ -989,4 +992,5 @@ def _drive(
         _tasks=tasks_path,
         _workdir=work,
         gold_problems=spec.problem_count,
+        checks_only=spec.kind == "none",
     )

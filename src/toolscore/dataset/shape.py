@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..sources._traceids import ID_KEYS
+from .._idkeys import ID_KEYS
 
 __all__ = [
     "ID_KEYS",

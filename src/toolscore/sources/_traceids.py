@@ -13,24 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from .._idkeys import ID_KEYS
 from ..calls import Batch, Location
 from ._util import located_finding
 
 __all__ = ["ID_KEYS", "TraceIds", "several_traces_problem"]
-
-ID_KEYS: tuple[str, ...] = (
-    "trace_id",
-    "traceId",
-    "session_id",
-    "sessionId",
-    "conversation_id",
-    "conversationId",
-    "thread_id",
-    "threadId",
-    "episode_id",
-    "run_id",
-)
-"""Keys that name a call's trace, in the order they are looked for."""
 
 
 def several_traces_problem(key: str, first: Any, then: Any) -> str:

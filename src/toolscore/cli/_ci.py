@@ -1,9 +1,9 @@
 """``toolscore eval``'s CI outputs: ``--save-baseline``, ``--baseline``, ``--junit``, ``--sarif``.
 
-Kept out of :mod:`toolscore.cli` so the command stays thin: :func:`prepare` reads the baseline
-before anything is evaluated (a bad baseline is a usage error, exit 2, with nothing run), and
-:func:`finish` compares, saves and writes the files once the result exists. The writers
-themselves (:mod:`toolscore.baseline`, :mod:`toolscore.reports.junit`,
+Kept out of :mod:`toolscore.cli.eval` so the command stays thin: :func:`prepare` reads the
+baseline before anything is evaluated (a bad baseline is a usage error, exit 2, with nothing
+run), and :func:`finish` compares, saves and writes the files once the result exists. The
+writers themselves (:mod:`toolscore.baseline`, :mod:`toolscore.reports.junit`,
 :mod:`toolscore.reports.sarif`) take ``(trace_id, trace_path, result)`` entries, so a run
 over many traces uses them the same way.
 """
@@ -11,16 +11,21 @@ over many traces uses them the same way.
 from __future__ import annotations
 
 import math
+import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
+from ..sanitize import shown
+from ..verdict import judge, passes
+from ._options import CiOptions
+
 if TYPE_CHECKING:
-    from .baseline import Baseline, Comparison
-    from .reports.junit import Gate
+    from ..baseline import Baseline, Comparison
+    from ..reports.junit import Gate
 
 __all__ = [
-    "CiOptions",
     "CiState",
     "append_verdict",
     "baseline_gate",
@@ -34,29 +39,12 @@ __all__ = [
 ]
 
 
-@dataclass
-class CiOptions:
-    """The CI options of one ``toolscore eval`` run."""
-
-    save_baseline: str | None = None
-    baseline: str | None = None
-    baseline_tolerance: float = 0.0
-    junit: str | None = None
-    sarif: str | None = None
-
-    @property
-    def any(self) -> bool:
-        return bool(self.save_baseline or self.baseline or self.junit or self.sarif)
-
-
 def ci_paths(
     options: CiOptions,
 ) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
     """The CI options' inputs and outputs, for :func:`toolscore.outputs.refuse_overlap`:
     ``--baseline b.json --save-baseline b.json`` updates the baseline (read before the run),
     so the baseline is an input only when it is not also the one saved."""
-    import os
-
     inputs: list[tuple[str, str | None]] = []
     if options.save_baseline is None or os.path.realpath(options.save_baseline) != os.path.realpath(
         options.baseline or ""
@@ -85,14 +73,13 @@ def prepare(options: CiOptions) -> CiState:
         UsageError: a bad ``--baseline-tolerance``.
         InputError: the baseline cannot be read or is not a toolscore baseline.
     """
-    from .errors import UsageError
-
     tolerance = options.baseline_tolerance
     if not math.isfinite(tolerance) or tolerance < 0:
         raise UsageError(f"--baseline-tolerance must be a number >= 0, got {tolerance}")
     state = CiState(options)
     if options.baseline:
-        from .baseline import load_baseline
+        # baselines load only when one is asked for: start-up
+        from ..baseline import load_baseline
 
         state.baseline = load_baseline(options.baseline)
     return state
@@ -107,8 +94,8 @@ def gates_of(
     comparison: Comparison | None = None,
 ) -> list[Gate]:
     """The gates asked for on the command line, passed or failed, as JUnit test cases."""
-    from .reports.junit import Gate
-    from .verdict import judge, passes
+    # the JUnit writer loads only when JUnit XML is asked for: start-up
+    from ..reports.junit import Gate
 
     gates: list[Gate] = []
     if threshold is not None:
@@ -136,7 +123,8 @@ def gates_of(
 
 def baseline_gate(comparison: Comparison) -> Gate:
     """The baseline's verdict as a gate: its first line the failure, all lines the detail."""
-    from .reports.junit import Gate
+    # the JUnit writer loads only when a baseline is asked for: start-up
+    from ..reports.junit import Gate
 
     lines = comparison.lines()
     return Gate(
@@ -147,8 +135,6 @@ def baseline_gate(comparison: Comparison) -> Gate:
 def say_verdict(console: Any, comparison: Comparison, markdown: str | None = None) -> None:
     """Print the baseline's verdict line by line (a FAIL in red, redacted) on ``console``
     (stdout when ``None``), and append it to the Markdown report ``markdown`` if given."""
-    from .sanitize import shown
-
     for line in comparison.lines():
         _say(console, shown(line), "red" if line.startswith("FAIL") else None)
     if markdown:
@@ -177,8 +163,8 @@ def finish(
     Raises:
         OSError: a file cannot be written.
     """
-    from .baseline import compare, summarize, write_baseline
-    from .sanitize import shown
+    # baselines load only when CI outputs are asked for: start-up
+    from ..baseline import compare, summarize, write_baseline
 
     options = state.options
     summary = summarize(result)
@@ -191,7 +177,8 @@ def finish(
         _say(console, f"> Baseline: {shown(options.save_baseline)}", None)
     entries = [(trace_id, trace_path, result)]
     if options.junit:
-        from .reports.junit import write_junit
+        # the JUnit writer loads only when JUnit XML is asked for: start-up
+        from ..reports.junit import write_junit
 
         gates = gates_of(
             result,
@@ -203,7 +190,8 @@ def finish(
         write_junit(options.junit, entries, gates)
         _say(console, f"> JUnit XML: {shown(options.junit)}", None)
     if options.sarif:
-        from .reports.sarif import write_sarif
+        # the SARIF writer loads only when SARIF is asked for: start-up
+        from ..reports.sarif import write_sarif
 
         write_sarif(options.sarif, entries)
         _say(console, f"> SARIF: {shown(options.sarif)}", None)
@@ -212,8 +200,6 @@ def finish(
 
 def markdown_text(text: object) -> str:
     """``text`` for a Markdown line or table cell: redacted, sanitized, escaped."""
-    from .sanitize import shown
-
     return shown(str(text)).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
 
 
@@ -233,8 +219,6 @@ def verdict_markdown(comparison: Comparison, limit: int = 20) -> str:
 def append_verdict(path: str, comparison: Comparison) -> None:
     """Append :func:`verdict_markdown` to the Markdown report at ``path`` when it is a
     regular file (a device or FIFO has had its report already)."""
-    import os
-
     if not os.path.isfile(path):
         return
     with open(path, "a", encoding="utf-8") as f:
@@ -245,6 +229,7 @@ def _say(console: Any, line: str, style: str | None) -> None:
     if console is None:
         sys.stdout.write(line + "\n")
         return
+    # rich loads only when a summary is printed: start-up
     from rich.text import Text
 
     console.print(Text(line, style=style or ""))

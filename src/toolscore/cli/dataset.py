@@ -1,4 +1,4 @@
-"""``toolscore eval GOLD TRACES`` on a dataset: the options, when they apply, the run.
+"""``toolscore eval GOLD TRACES`` on a dataset: when it applies, and the run.
 
 ``toolscore eval`` reads a dataset (and not one trace) when TRACES is a directory, a glob or a
 URL, when GOLD is a directory or a JSON Lines gold keyed by trace id, or when a dataset option
@@ -11,140 +11,30 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+from .._exitcodes import Outcome, exit_code
+from ..dataset.shape import gold_is_dataset, is_url, trace_is_dataset
+from ..errors import ToolscoreError
+from ..verdict import parse_fail_under, passes
+from . import _ci
+from ._options import DatasetOptions
+from ._progress import dataset_progress
+from ._util import error_line, failure_status, parse_run_options
 
 if TYPE_CHECKING:
     from ..baseline import Comparison
+    from ..dataset.records import TraceRecord
+    from ..dataset.run import DatasetResult
     from ..reports.junit import Gate
-    from .records import TraceRecord
-    from .run import DatasetResult
 
 __all__ = [
     "DatasetOptions",
     "DatasetRun",
     "run_dataset",
     "wants_dataset",
-]
-
-
-@dataclass
-class DatasetOptions:
-    """The dataset options of ``toolscore eval``."""
-
-    trace_key: str | None = None
-    task_key: str | None = None
-    task_regex: str | None = None
-    per_trace: str | None = None
-    min_pass_rate: str | None = None
-    pass_score: str = "A"
-    pass_all_calls: bool = True
-    pass_no_violations: bool = True
-    engine: str | None = None
-    scheduler: str | None = None
-    shared_dir: str | None = None
-    interleaved: bool = False
-    default_gold: str | None = None
-    """With a gold directory, the gold of traces it has none for (the GitHub Action's
-    ``gold-file`` beside ``gold-dir``; no command-line option)."""
-    gold_by_base_name: bool = False
-    """Match gold by a trace file's base name too (the Action's ``gold-dir``)."""
-
-    def any_given(self) -> bool:
-        return any(
-            (
-                self.trace_key,
-                self.task_key,
-                self.task_regex,
-                self.per_trace,
-                self.min_pass_rate,
-                self.engine,
-                self.scheduler,
-                self.shared_dir,
-                self.interleaved,
-            )
-        )
-
-
-TraceKeyOption = Annotated[
-    str | None,
-    typer.Option(
-        "--trace-key",
-        help="Dataset: the field holding each line's trace id (default: trace_id, session_id, "
-        "conversation_id... whichever the first line has).",
-    ),
-]
-TaskKeyOption = Annotated[
-    str | None, typer.Option("--task-key", help="Dataset: the field naming each trace's task.")
-]
-TaskRegexOption = Annotated[
-    str | None,
-    typer.Option(
-        "--task-regex",
-        help="Dataset: a regex over the trace id giving its task (group 'task', else group 1, "
-        "else the match). Default: ids ending in /trialN, _runN... share a task.",
-    ),
-]
-PerTraceOption = Annotated[
-    str | None,
-    typer.Option(
-        "--per-trace",
-        help="Dataset: write each trace's record to this JSON Lines (or .parquet) file.",
-    ),
-]
-MinPassRateOption = Annotated[
-    str | None,
-    typer.Option(
-        "--min-pass-rate", help="Dataset: exit 1 when the pass rate is below this (0-1 or 80%)."
-    ),
-]
-PassScoreOption = Annotated[
-    str,
-    typer.Option(
-        "--pass-score", help="Dataset: a trace passes from this score (0-1) or grade (A-F)."
-    ),
-]
-PassAllCallsOption = Annotated[
-    bool,
-    typer.Option(
-        "--pass-all-calls/--pass-any-calls",
-        help="Dataset: a pass needs every required gold call completed.",
-    ),
-]
-PassNoViolationsOption = Annotated[
-    bool,
-    typer.Option(
-        "--pass-no-violations/--pass-allow-violations",
-        help="Dataset: a pass needs no forbidden call and no credential.",
-    ),
-]
-EngineOption = Annotated[
-    str | None,
-    typer.Option("--engine", help="Dataset: local (a process pool, default), dask or inline."),
-]
-SchedulerOption = Annotated[
-    str | None,
-    typer.Option("--scheduler", help="Dataset: the Dask scheduler, tcp://HOST:PORT."),
-]
-SharedDirOption = Annotated[
-    str | None,
-    typer.Option(
-        "--shared-dir",
-        help="Dataset on Dask: an existing directory (a path all machines mount, or a URL "
-        "such as s3://bucket/tmp/) the workers and this process share, when they do not share "
-        "this machine's disk: large compressed and interleaved files then go to the workers "
-        "through it, not through this machine.",
-    ),
-]
-InterleavedOption = Annotated[
-    bool,
-    typer.Option(
-        "--interleaved", help="Dataset: lines of one trace may be anywhere in their file."
-    ),
 ]
 
 
@@ -162,15 +52,13 @@ class DatasetRun:
     """The exit status ``toolscore eval`` gives the run."""
 
 
-def wants_dataset(gold: str, trace: str, options: DatasetOptions) -> bool:
+def wants_dataset(gold: str | None, trace: str, options: DatasetOptions) -> bool:
     """Whether ``toolscore eval GOLD TRACES`` reads a dataset (see the module's doc)."""
-    from .shape import gold_is_dataset, is_url, trace_is_dataset
-
     if options.any_given():
         return True
     if trace != "-" and (is_url(trace) or os.path.isdir(trace) or any(c in trace for c in "*?[")):
         return not os.path.isfile(trace)
-    return gold_is_dataset(gold) or trace_is_dataset(trace)
+    return (gold is not None and gold_is_dataset(gold)) or trace_is_dataset(trace)
 
 
 def _rate(text: str) -> float:
@@ -198,11 +86,9 @@ def run_dataset(
     arrives (``on_record``, with its CI view: ``record.ci``) and the finished run
     (``report``, whose return value is then the exit status).
     """
-    from .._cliutil import error_line, failure_status, parse_run_options
-    from .._exitcodes import Outcome, exit_code
-    from ..errors import ToolscoreError
-    from ..verdict import parse_fail_under
-    from .records import PassCriterion
+    # the dataset machinery loads only when a dataset is evaluated: start-up
+    from ..dataset.records import PassCriterion
+    from ..outputs import refuse_overlap
 
     parsed = parse_run_options(opts.weights, opts.fail_under)
     if isinstance(parsed, int):
@@ -219,8 +105,6 @@ def run_dataset(
         all_calls=options.pass_all_calls,
         no_violations=options.pass_no_violations,
     )
-    from ..outputs import refuse_overlap
-
     ci_options = getattr(opts, "ci", None)
     try:
         inputs, outputs = _paths(opts, options)
@@ -229,7 +113,8 @@ def run_dataset(
         return failure_status(exc)
     ci = None
     if ci_options is not None and ci_options.any:
-        from .ci import DatasetCi
+        # CI outputs load only when asked for: start-up
+        from ..dataset.ci import DatasetCi
 
         try:
             ci = DatasetCi(ci_options, criterion)  # reads --baseline before anything runs
@@ -253,21 +138,20 @@ def _run(
     extra: Callable[[TraceRecord], None] | None = None,
     report: Callable[[DatasetRun], int] | None = None,
 ) -> int:
-    from .._cliutil import error_line, failure_status
-    from .._exitcodes import Outcome, exit_code
-    from ..errors import ToolscoreError
+    # the dataset machinery, reports and rich load only when a dataset is evaluated: start-up
+    from rich.text import Text
+
+    from ..dataset.reports import render_html, render_markdown, summary_renderable, write_json
+    from ..dataset.run import evaluate_dataset
     from ..outputs import write_report
     from ..reports.console import make_console
-    from ..verdict import passes
-    from .reports import render_html, render_markdown, summary_renderable, write_json
-    from .run import evaluate_dataset
+    from ..reports.junit import Gate
 
-    progress, on_progress = _progress()
     take = None if ci is None else ci.add
     if extra is not None:
         take = extra if take is None else _both(take, extra)
     try:
-        with progress:
+        with dataset_progress() as on_progress:
             result = evaluate_dataset(
                 opts.gold,
                 opts.trace,
@@ -284,6 +168,7 @@ def _run(
                 scheduler=options.scheduler,
                 shared_dir=options.shared_dir,
                 interleaved=options.interleaved,
+                missing_trace=options.missing_trace,
                 default_gold=options.default_gold,
                 gold_by_base_name=options.gold_by_base_name,
                 on_progress=on_progress,
@@ -304,8 +189,6 @@ def _run(
         return exit_code(Outcome(input_error=True))
     console = make_console()
     console.print(summary_renderable(result))
-    from rich.text import Text
-
     console.print(Text(f"> JSON report: {opts.output}"))
     for label, path in (
         ("Per-trace records", options.per_trace),
@@ -315,8 +198,6 @@ def _run(
         if path:
             console.print(Text(f"> {label}: {path}"))
     console.file.flush()
-
-    from ..reports.junit import Gate
 
     gates: list[Gate] = []
 
@@ -360,7 +241,7 @@ def _run(
     sys.stderr.flush()
     comparison = None
     if ci is not None:
-        from .ci import finish_ci
+        from ..dataset.ci import finish_ci  # CI outputs load only when asked for: start-up
 
         try:
             comparison, gates = finish_ci(ci, gates, console, opts.markdown)
@@ -399,7 +280,7 @@ def _paths(
     opts: Any, options: DatasetOptions
 ) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
     """The run's inputs and outputs, for :func:`toolscore.outputs.refuse_overlap` (with the
-    CI options', :func:`toolscore._ci_cli.ci_paths`)."""
+    CI options', :func:`toolscore.cli._ci.ci_paths`)."""
     inputs: list[tuple[str, str | None]] = [
         ("the gold", opts.gold),
         ("the traces", opts.trace),
@@ -413,49 +294,7 @@ def _paths(
     ]
     ci = getattr(opts, "ci", None)
     if ci is not None:
-        from .._ci_cli import ci_paths
-
-        ci_inputs, ci_outputs = ci_paths(ci)
+        ci_inputs, ci_outputs = _ci.ci_paths(ci)
         inputs += ci_inputs
         outputs += ci_outputs
     return inputs, outputs
-
-
-class _NoProgress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _progress() -> tuple[Any, Any]:
-    """A rich progress bar on stderr when it is a terminal: traces done and traces/s."""
-    if not sys.stderr.isatty():
-        return _NoProgress(), None
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    progress = Progress(
-        TextColumn("Evaluating"),
-        BarColumn(),
-        TextColumn("{task.fields[traces]} traces ({task.fields[rate]:,.0f}/s)"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = progress.add_task("dataset", total=None, traces="0", rate=0.0)
-    started = time.monotonic()
-
-    def update(records: int, expected: int | None, done_bytes: int, total_bytes: int) -> None:
-        elapsed = time.monotonic() - started
-        traces = f"{records:,}" if expected is None else f"{records:,} of {expected:,}"
-        progress.update(
-            task,
-            completed=done_bytes,
-            total=total_bytes,
-            traces=traces,
-            rate=records / elapsed if elapsed > 0 else 0.0,
-        )
-
-    return progress, update

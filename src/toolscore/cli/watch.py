@@ -29,32 +29,34 @@ import os
 import stat
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import typer
 
-from ._exitcodes import EXIT_ERROR
-from ._interrupt import StopOnSignal
-from .cli import (
-    FailOnViolationsOption,
-    FailUnderOption,
-    ForbiddenOption,
-    FormatOption,
-    PiiOption,
-    WeightOption,
+from .._interrupt import StopOnSignal, Terminated
+from ..errors import ToolscoreError, UsageError
+from ..limits import DEFAULT_MAX_VALUE_BYTES
+from ..sanitize import shown
+from . import _options as opt
+from ._options import WatchOptions, watch_options
+from ._util import (
+    apply_settings,
+    error_line,
+    failure_status,
+    internal_error_status,
+    parse_run_options,
 )
-from .limits import DEFAULT_MAX_VALUE_BYTES, set_max_value_bytes
+from .eval import final_status
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .calls import Finding, ToolCall
-    from .columns import Columns
-    from .live import LiveRun
-    from .result import EvaluationResult
+    from ..calls import Finding, ToolCall
+    from ..columns import Columns
+    from ..live import LiveRun
+    from ..result import EvaluationResult
 
-__all__ = ["SCORE_REFRESH", "STATUS_REFRESH", "WatchOptions", "format_finding", "register"]
+__all__ = ["SCORE_REFRESH", "STATUS_REFRESH", "WatchOptions", "format_finding", "watch_command"]
 
 SCORE_REFRESH = 0.1
 """On a terminal, seconds between two running-score computations for the status line at least
@@ -66,30 +68,12 @@ INTERRUPTED = 130
 """Exit status after a second Ctrl-C, which skips the summary."""
 
 
-@dataclass
-class WatchOptions:
-    """The options of ``toolscore watch``, as parsed by typer."""
-
-    trace: str | None = None
-    gold: str | None = None
-    forbidden: str | None = None
-    follow: bool = False
-    format: str = "auto"
-    findings: str | None = None
-    fail_on_violations: bool = False
-    fail_under: str | None = None
-    weights: list[str] = field(default_factory=list)
-    poll_interval: float = 0.05
-
-
 def format_finding(finding: Finding, calls: int, score: float | None = None) -> str:
     """One finding's line: ``[calls N] SEVERITY  message`` (with ``| score S`` when given).
 
     The message is redacted again here, and its control characters and newlines shown escaped
     (:func:`toolscore.sanitize.shown`), so the line is safe whatever check emitted it.
     """
-    from .sanitize import shown
-
     prefix = f"[calls {calls}]" if score is None else f"[calls {calls} | score {score:.1%}]"
     message = shown(finding.message)
     return f"{prefix} {finding.severity.upper():<7}  {message}"
@@ -102,6 +86,7 @@ class _Status:
         self.printer = printer
 
     def __rich__(self) -> Any:
+        # rich loads only when a command prints: start-up
         from rich.text import Text
 
         run = self.printer.run
@@ -143,10 +128,12 @@ class _Printer:
 
     def open(self) -> None:
         if self.opts.findings is not None:
-            from .outputs import open_append
+            # the output helpers load only when a command runs: start-up
+            from ..outputs import open_append
 
             self._findings_fd = open_append(self.opts.findings)
         if self.live_status:
+            # rich.live loads only on a terminal: start-up
             from rich.live import Live
 
             self._live = Live(
@@ -193,7 +180,8 @@ class _Printer:
 
     def on_finding(self, found: list[Finding]) -> None:
         if self._findings_fd is not None:
-            from .reports.json import finding_line
+            # the JSON report loads only when a command runs: start-up
+            from ..reports.json import finding_line
 
             for finding in found:
                 os.write(self._findings_fd, finding_line(finding) + b"\n")
@@ -202,6 +190,7 @@ class _Printer:
         self.refresh_score(force=not self.live_status)
         lines = [format_finding(f, calls, self.score) for f in found]
         if self.live_status:
+            # rich loads only when a command prints: start-up
             from rich.text import Text
 
             for line, finding in zip(lines, found, strict=True):
@@ -216,8 +205,8 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def _source(opts: WatchOptions) -> Any:
     """The byte source: stdin, a followed file, a FIFO read live, or a regular file's path."""
-    from .errors import UsageError
-    from .follow import FdStream, FileFollower
+    # the live readers load only when watch runs: start-up
+    from ..follow import FdStream, FileFollower
 
     trace = opts.trace
     if trace is None or trace == "-":
@@ -239,11 +228,12 @@ async def _watch(
     opts: WatchOptions, printer: _Printer, weights: Any, stop: StopOnSignal
 ) -> EvaluationResult:
     """Run the watch; a first SIGINT/SIGTERM (``stop``) stops reading and lets it finish."""
+    # the event loop and the live evaluation load only when watch runs: start-up
     import asyncio
 
     import anyio.abc
 
-    from .live import plain_errors, watch
+    from ..live import plain_errors, watch
 
     loop = asyncio.get_running_loop()
 
@@ -283,9 +273,10 @@ async def _watch(
 def _print_summary(result: EvaluationResult, console: Console, elapsed: float) -> None:
     """``eval``'s summary, then ``> Calls read: N in T s (R/s)`` (``eval``'s report lines'
     place)."""
+    # rich and the console report load only when a summary is printed: start-up
     from rich.text import Text
 
-    from .reports.console import EvalSummary
+    from ..reports.console import EvalSummary
 
     console.print(EvalSummary(result))
     n = result.trace_calls_count
@@ -297,14 +288,11 @@ def _print_summary(result: EvaluationResult, console: Console, elapsed: float) -
 
 def run_watch(opts: WatchOptions) -> int:
     """Run ``toolscore watch`` to the end of input (or a signal) and return the exit status."""
+    # the event loop, the output helpers and the console load only when watch runs: start-up
     import anyio
 
-    from ._cliutil import error_line, failure_status, parse_run_options
-    from ._interrupt import Terminated
-    from .cli import EvalOptions, final_status
-    from .errors import ToolscoreError
-    from .outputs import refuse_overlap
-    from .reports.console import make_console
+    from ..outputs import refuse_overlap
+    from ..reports.console import make_console
 
     parsed = parse_run_options(opts.weights, opts.fail_under)
     if isinstance(parsed, int):
@@ -339,82 +327,27 @@ def run_watch(opts: WatchOptions) -> int:
             error_line("interrupted")
             return stop.exit_status(INTERRUPTED)
         _print_summary(result, console, time.monotonic() - started)
-        gate_opts = EvalOptions(
-            gold=opts.gold or "",
-            trace=opts.trace or "-",
-            fail_on_violations=opts.fail_on_violations,
-            fail_under=opts.fail_under,
-        )
-        return stop.exit_status(final_status(result, gate_opts, threshold))
+        return stop.exit_status(final_status(result, opts, threshold))
 
 
 def watch_command(
-    trace: Annotated[
-        str | None,
-        typer.Argument(
-            help="A JSON Lines trace file; stdin when omitted or -.", show_default=False
-        ),
-    ] = None,
-    gold: Annotated[
-        str | None, typer.Option("--gold", help="A gold file: also show the running score.")
-    ] = None,
-    forbidden: ForbiddenOption = None,
-    follow: Annotated[
-        bool,
-        typer.Option(
-            "--follow", "-F", help="Keep reading TRACE as it grows (survives truncation/rotation)."
-        ),
-    ] = False,
-    format: FormatOption = "auto",
-    findings: Annotated[
-        str | None,
-        typer.Option("--findings", help="Append every finding to this file as a JSON line."),
-    ] = None,
-    fail_on_violations: FailOnViolationsOption = False,
-    fail_under: FailUnderOption = None,
-    weight: WeightOption = None,
-    pii: PiiOption = False,
-    max_value_bytes: Annotated[
-        int,
-        typer.Option(
-            "--max-value-bytes",
-            min=1,
-            help="The largest JSON line, array item or string read whole (default 64 MiB).",
-        ),
-    ] = DEFAULT_MAX_VALUE_BYTES,
+    trace: opt.WatchTraceArgument = None,
+    gold: opt.GoldOption = None,
+    forbidden: opt.ForbiddenOption = None,
+    follow: opt.FollowOption = False,
+    format: opt.FormatOption = "auto",
+    findings: opt.FindingsOption = None,
+    fail_on_violations: opt.FailOnViolationsOption = False,
+    fail_under: opt.FailUnderOption = None,
+    weight: opt.WeightOption = None,
+    pii: opt.PiiOption = False,
+    max_value_bytes: opt.MaxValueBytesOption = DEFAULT_MAX_VALUE_BYTES,
 ) -> None:
     """Evaluate a trace live: print each finding as its call arrives, then the summary."""
-    from ._cliutil import error_line
-    from .redact import use_pii
-
-    use_pii(pii)
-    set_max_value_bytes(max_value_bytes)
-
-    opts = WatchOptions(
-        trace=trace,
-        gold=gold,
-        forbidden=forbidden,
-        follow=follow,
-        format=format,
-        findings=findings,
-        fail_on_violations=fail_on_violations,
-        fail_under=fail_under,
-        weights=list(weight or ()),
-    )
+    opts = watch_options(locals())
+    apply_settings(opts)
     try:
         code = run_watch(opts)
     except Exception as exc:
-        from .cli import closed_output_status, is_closed_output
-
-        if is_closed_output(exc):
-            raise typer.Exit(closed_output_status()) from None
-        error_line(f"internal error: {type(exc).__name__}: {exc}")
-        code = EXIT_ERROR
+        code = internal_error_status(exc)
     raise typer.Exit(code)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``watch`` command to the ``toolscore`` app (called by ``cli.main``)."""
-    if any(getattr(c, "name", None) == "watch" for c in app.registered_commands):
-        return
-    app.command("watch")(watch_command)
