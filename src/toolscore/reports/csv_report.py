@@ -1,4 +1,5 @@
-"""Toolscore 1.10's ``toolscore.reports.csv_report``: :func:`generate_csv_report` writes the CSV report (redacted; see :mod:`.csv`)."""
+"""Toolscore 1.10's ``toolscore.reports.csv_report``: :func:`generate_csv_report` writes the
+CSV report (redacted; see :mod:`.csv`)."""
 
 from __future__ import annotations
 

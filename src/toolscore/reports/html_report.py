@@ -1,4 +1,5 @@
-"""Toolscore 1.10's ``toolscore.reports.html_report``: :func:`generate_html_report` writes the HTML report (redacted)."""
+"""Toolscore 1.10's ``toolscore.reports.html_report``: :func:`generate_html_report` writes the
+HTML report (redacted)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Toolscore 1.10's ``toolscore.reports.json_report``: :func:`generate_json_report` writes the JSON record (streamed; its layout is this package's, see the README)."""
+"""Toolscore 1.10's ``toolscore.reports.json_report``: :func:`generate_json_report` writes the
+JSON record (streamed; its layout is this package's, see the README)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Toolscore 1.10's ``toolscore.reports.markdown_report``: :func:`generate_markdown_report` writes the Markdown report (redacted)."""
+"""Toolscore 1.10's ``toolscore.reports.markdown_report``: :func:`generate_markdown_report`
+writes the Markdown report (redacted)."""
 
 from __future__ import annotations
 
