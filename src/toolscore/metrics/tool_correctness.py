@@ -57,8 +57,6 @@ def calculate_tool_correctness_with_args(
             "tool_correctness_strict": 0.0 if trace_calls else 1.0,
             "matches": [],
             "mismatches": list(trace_calls),
-            "match_count": 0,
-            "total_expected": 0,
         }
     pool = list(trace_calls)
     matches: list[tuple[ToolCall, ToolCall]] = []
