@@ -21,7 +21,6 @@ import os
 import random
 import sqlite3
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
