@@ -10,7 +10,6 @@ the database itself rather than in what the agent reported.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -55,6 +54,8 @@ def _rows(call: ToolCall) -> tuple[int | None, list[Any] | None]:
 
 def query_rows(database: str, query: str) -> list[tuple[Any, ...]]:
     """The rows ``query`` returns from the SQLite file ``database``, opened read-only."""
+    import sqlite3  # function-local: ``toolscore eval`` starts without it unless a query runs
+
     uri = Path(database).resolve().as_uri() + "?mode=ro"
     with sqlite3.connect(uri, uri=True) as conn:
         return conn.execute(query).fetchall()
