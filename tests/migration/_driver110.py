@@ -1,8 +1,9 @@
-"""Runs cases through Toolscore 1.10 (started by test_differential_110.py with 1.10's python).
+"""One case of the differential test, run through Toolscore 1.10's public module paths.
 
-Reads ``[{"fn": name, ...}]`` as JSON on stdin and writes one JSON answer per case: the
-function's output made JSON-safe, or ``{"raised": "ExceptionName"}``. Only public 1.10 API is
-called; nothing here imports this package.
+The same code answers for both packages: test_differential_110.py imports :func:`answer`
+(this package, under 1.10's paths), and runs this file with Toolscore 1.10's python, which
+reads ``[{"fn": name, ...}]`` as JSON on stdin and writes one JSON answer per case (the
+function's output, or ``{"raised": "ExceptionName"}``).
 """
 
 from __future__ import annotations
@@ -91,16 +92,19 @@ def run(case: dict[str, Any], tmp: str) -> Any:
     return getattr(M, fn)(gold, trace, **case.get("kwargs", {}))
 
 
+def answer(case: dict[str, Any], tmp: str) -> Any:
+    """The case's answer as JSON sees it (tuples become lists, keys strings)."""
+    try:
+        found = run(case, tmp)
+    except Exception as exc:  # the answer is the exception's type
+        found = {"raised": type(exc).__name__}
+    return json.loads(json.dumps(found, default=repr))
+
+
 def main() -> None:
     cases = json.load(sys.stdin)
-    out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for case in cases:
-            try:
-                out.append(run(case, tmp))
-            except Exception as exc:  # the answer is the exception's type
-                out.append({"raised": type(exc).__name__})
-    json.dump(out, sys.stdout, default=repr)
+        json.dump([answer(case, tmp) for case in cases], sys.stdout)
 
 
 if __name__ == "__main__":

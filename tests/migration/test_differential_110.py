@@ -26,27 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _driver110 import answer
 
-from toolscore import evaluate
 from toolscore import metrics as M
-from toolscore.adapters import (
-    AnthropicAdapter,
-    CustomAdapter,
-    GeminiAdapter,
-    LangChainAdapter,
-    MCPAdapter,
-    OpenAIAdapter,
-    OTelAdapter,
-)
-from toolscore.adapters.base import BaseAdapter, ToolCall
+from toolscore.adapters.base import ToolCall
 from toolscore.diff import build_eval_fix_list
 from toolscore.metrics.security import redact_secrets
-from toolscore.reports import generate_csv_report, generate_json_report
 from toolscore.validators import default_validators
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = Path(os.environ.get("TOOLSCORE_110_PYTHON", REPO.parent / "venv110" / "bin" / "python"))
 DRIVER = Path(__file__).with_name("_driver110.py")
+"""The cases' runner: imported here (this package), run by 1.10's python there."""
 N = 200
 SEED = 110
 
@@ -62,15 +53,6 @@ SECRETS = [
     "AKIAABCDEFGHIJKLMNOP",
     "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
 ]
-ADAPTERS: dict[str, type[BaseAdapter]] = {
-    "openai": OpenAIAdapter,
-    "anthropic": AnthropicAdapter,
-    "gemini": GeminiAdapter,
-    "langchain": LangChainAdapter,
-    "custom": CustomAdapter,
-    "mcp": MCPAdapter,
-    "otel": OTelAdapter,
-}
 METRICS = [
     ("calculate_invocation_accuracy", {}),
     ("calculate_selection_accuracy", {}),
@@ -389,53 +371,6 @@ def _fix_cases(rng: random.Random) -> list[dict[str, Any]]:
 # -- running and comparing --------------------------------------------------------------------
 
 
-def _calls(items: list[dict[str, Any]]) -> list[ToolCall]:
-    return [ToolCall(**item) for item in items]
-
-
-def _call_dict(call: ToolCall) -> dict[str, Any]:
-    return {
-        "tool": call.tool,
-        "args": call.args,
-        "result": call.result,
-        "duration": call.duration,
-        "is_error": call.is_error,
-    }
-
-
-def _ours(case: dict[str, Any], tmp: Path) -> Any:
-    fn = case["fn"]
-    if fn == "adapter":
-        return [_call_dict(c) for c in ADAPTERS[case["format"]]().parse(case["data"])]
-    gold, trace = _calls(case.get("gold", [])), _calls(case.get("trace", []))
-    if fn == "fix_list":
-        return [[f.tool, f.problem, f.fix, f.priority] for f in build_eval_fix_list(gold, trace)]
-    if fn == "side_effects":
-        return M.calculate_side_effect_success_rate(gold, trace, default_validators())
-    if fn == "find_secrets":
-        return M.find_secrets(trace)
-    if fn == "check_forbidden_calls":
-        return M.check_forbidden_calls(trace, M.rules_from_json(case["rules"]))
-    if fn in ("calculate_latency", "calculate_cost_attribution"):
-        return getattr(M, fn)(trace)
-    if fn == "calculate_tool_correctness_with_args":
-        out = M.calculate_tool_correctness_with_args(gold, trace)
-        return [out["tool_correctness_strict"], len(out["matches"]), len(out["mismatches"])]
-    if fn == "reports":
-        result = evaluate(case["expected"], case["actual"], forbidden=case["rules"])
-        generate_json_report(result, tmp / "r.json")
-        generate_csv_report(result, tmp / "r.csv")
-        record = json.loads((tmp / "r.json").read_text(encoding="utf-8"))
-        csv_text = (tmp / "r.csv").read_bytes().decode("utf-8")
-        return {"summary": record["summary"], "metrics": record["metrics"], "csv": csv_text}
-    return getattr(M, fn)(gold, trace, **case.get("kwargs", {}))
-
-
-def _plain(value: Any) -> Any:
-    """JSON's view of a value (tuples become lists, keys strings), as the driver sends it."""
-    return json.loads(json.dumps(value, default=repr))
-
-
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -476,12 +411,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, An
             stderr=subprocess.PIPE,
             cwd=tmp,
         )
-        ours = []
-        for case in cases:
-            try:
-                ours.append(_plain(_ours(case, tmp)))
-            except ValueError as exc:
-                ours.append({"raised": type(exc).__name__, "message": str(exc)})
+        ours = [answer(case, str(tmp)) for case in cases]
         _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
     theirs = json.loads((tmp / "answers.json").read_text(encoding="utf-8"))

@@ -10,10 +10,10 @@ Renderers read an :class:`~toolscore.result.EvaluationResult` through the small
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._lazy import lazy_names
 from ..verdict import verdict_word
 
 if TYPE_CHECKING:
@@ -27,26 +27,6 @@ if TYPE_CHECKING:
     from .html_report import generate_html_report as generate_html_report
     from .json_report import generate_json_report as generate_json_report
     from .markdown_report import generate_markdown_report as generate_markdown_report
-
-# Toolscore 1.10's report functions, imported on first use: the console ones need rich, which
-# the file writers and ``import toolscore.reports`` do not.
-_LAZY = {
-    "generate_csv_report": "csv_report",
-    "generate_html_report": "html_report",
-    "generate_json_report": "json_report",
-    "generate_markdown_report": "markdown_report",
-    "print_error": "console_report",
-    "print_evaluation_summary": "console_report",
-    "print_progress": "console_report",
-    "print_validation_result": "console_report",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 __all__ = [
@@ -69,6 +49,23 @@ __all__ = [
     "verdict_word",
     "violation_count",
 ]
+
+# Toolscore 1.10's report functions, imported on first use: the console ones need rich, which
+# the file writers and ``import toolscore.reports`` do not.
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "generate_csv_report": ".csv_report",
+        "generate_html_report": ".html_report",
+        "generate_json_report": ".json_report",
+        "generate_markdown_report": ".markdown_report",
+        "print_error": ".console_report",
+        "print_evaluation_summary": ".console_report",
+        "print_progress": ".console_report",
+        "print_validation_result": ".console_report",
+    },
+    __all__,
+)
 
 
 class ReportResult(Protocol):
