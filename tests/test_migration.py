@@ -98,20 +98,26 @@ def _gold_with_side_effects(tmp_path: Path) -> Path:
     return path
 
 
-def test_side_effects_give_a_visible_note(tmp_path: Path) -> None:
+def test_side_effects_are_validated_and_noted(tmp_path: Path) -> None:
     gold = _gold_with_side_effects(tmp_path)
     result = toolscore.evaluate_trace(str(gold), str(TRACE))
+    effects = result.metrics["side_effect_metrics"]
+    assert effects["total_checks"] == 3
     assert len(result.notes) == 1
     note = result.notes[0]
-    assert note.startswith("3 side-effect checks were not run (")
-    assert "file_exists on" in note and "http_ok on" in note
+    assert note.startswith(f"{effects['passed_checks']} of 3 side-effect checks passed")
     assert result.to_dict()["notes"] == [note]
     assert "notes" not in toolscore.evaluate_trace(str(GOLD), str(TRACE)).to_dict()
+
+    off = toolscore.evaluate_trace(str(gold), str(TRACE), validate_side_effects=False)
+    assert "side_effect_metrics" not in off.metrics
+    assert off.notes[0].startswith("3 side-effect checks were not run (")
+    assert "file_exists on" in off.notes[0] and "http_ok on" in off.notes[0]
 
     out = tmp_path / "report.json"
     md = tmp_path / "report.md"
     proc = run_cli("eval", str(gold), str(TRACE), "-o", str(out), "--markdown", str(md))
     assert proc.returncode == 0, proc.stderr
-    assert "NOTE 3 side-effect checks were not run" in " ".join(proc.stdout.split())
+    assert "NOTE 0 of 3 side-effect checks passed" in " ".join(proc.stdout.split())
     assert json.loads(out.read_text(encoding="utf-8"))["notes"] == [note]
-    assert "- **Note:** 3 side-effect checks were not run (" in md.read_text(encoding="utf-8")
+    assert "- **Note:** 0 of 3 side-effect checks passed" in md.read_text(encoding="utf-8")

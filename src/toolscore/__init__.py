@@ -36,6 +36,7 @@ if _TYPE_CHECKING:
     from .integrations import auto_extract as auto_extract
     from .integrations import from_anthropic as from_anthropic
     from .integrations import from_claude_agent_sdk as from_claude_agent_sdk
+    from .integrations import from_crewai as from_crewai
     from .integrations import from_gemini as from_gemini
     from .integrations import from_langgraph as from_langgraph
     from .integrations import from_openai as from_openai
@@ -88,6 +89,7 @@ __all__ = (
     "expect",
     "from_anthropic",
     "from_claude_agent_sdk",
+    "from_crewai",
     "from_gemini",
     "from_langgraph",
     "from_openai",
@@ -133,6 +135,7 @@ _EXPORTS: dict[str, str] = {
     "auto_extract": ".integrations",
     "from_anthropic": ".integrations",
     "from_claude_agent_sdk": ".integrations",
+    "from_crewai": ".integrations",
     "from_gemini": ".integrations",
     "from_langgraph": ".integrations",
     "from_openai": ".integrations",

@@ -315,10 +315,10 @@ def evaluate_trace(
             the checks only (the result has no score: ``has_gold`` is false).
         trace_file: a path (``-`` for stdin; ``.gz`` is decompressed) or a binary file.
         format: ``auto`` or a format name (see ``toolscore.sources.FORMATS``).
-        validate_side_effects: accepted for Toolscore compatibility; side-effect validators
-            are not run by toolscore (they touch the local file system). A gold file's
-            ``side_effects`` are not silently dropped: ``result.notes`` says they were not
-            checked (the CLI prints it, the JSON report keeps it).
+        validate_side_effects: run the validators a gold call's ``side_effects`` name
+            (``http_ok``, ``file_exists`` on the local file system, ``sql_rows``) on its
+            paired trace call: ``metrics["side_effect_metrics"]`` (see
+            :mod:`toolscore.side_effects`). ``False``: ``result.notes`` says they were not run.
         judge: the LLM judge is not part of toolscore; ``True`` raises ``UsageError``.
         forbidden: a rule file's path or rules in Python form.
         weights: score weights, merged with the defaults and renormalized.
@@ -350,8 +350,11 @@ def evaluate_trace(
     rules = check_rules(rules, "rules")
     workers = check_workers(workers)
     with pii_redaction(pii):
-        del validate_side_effects
         _no_judge(judge)
+        if validate_side_effects:  # a gold's side_effects, checked on the paired trace calls
+            from .side_effects import side_effect_checks
+
+            checks = side_effect_checks(read_gold(gold_file), checks)
         from .sources import iter_batches
 
         pipeline, gold, norm = open_run(

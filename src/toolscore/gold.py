@@ -120,16 +120,30 @@ def _gold_calls(data: list[Any], name: str, at: tuple[str | int, ...]) -> list[T
     return calls
 
 
-def side_effect_note(gold: Iterable[ToolCall]) -> str | None:
-    """The note shown when gold calls carry ``side_effects``, which toolscore does not check.
+def side_effect_note(gold: Iterable[ToolCall], validated: Any = None) -> str | None:
+    """The note shown when gold calls carry ``side_effects``.
 
-    Toolscore 1.10 ran its validators (``http_ok``, ``file_exists``, ``sql_rows``) on them;
-    toolscore does not (they touch the network and the local file system), and says so rather
-    than dropping them silently.
+    Args:
+        gold: the gold calls.
+        validated: the result's ``side_effect_metrics`` when the validators ran (see
+            :mod:`toolscore.side_effects`); otherwise the note says they were not run.
 
     Returns:
-        One line naming the checks and their calls, or ``None`` when no gold call has any.
+        One line naming the checks and their calls (the failed ones when they ran), or
+        ``None`` when no gold call has any.
     """
+    if isinstance(validated, dict) and validated.get("total_checks"):
+        failed = [d for d in validated.get("details", ()) if not d.get("passed")]
+        text = (
+            f"{validated.get('passed_checks', 0)} of {validated['total_checks']} side-effect "
+            "checks passed"
+        )
+        if failed:
+            text += " (failed: " + ", ".join(
+                f"{d.get('check')} on {d.get('tool')}: {d.get('reason')}" for d in failed[:5]
+            )
+            text += f", and {len(failed) - 5} more)" if len(failed) > 5 else ")"
+        return text
     checks: dict[str, list[str]] = {}
     total = 0
     for call in gold:
@@ -146,8 +160,8 @@ def side_effect_note(gold: Iterable[ToolCall]) -> str | None:
     )
     noun = "check was" if total == 1 else "checks were"
     return (
-        f"{total} side-effect {noun} not run ({named}): toolscore does not run side-effect "
-        "validators; they are not part of the score"
+        f"{total} side-effect {noun} not run ({named}): side-effect validation was turned off "
+        "(validate_side_effects=False); they are not part of the score"
     )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from ._crewai import from_crewai
 from .calls import Batch, Location, ToolCall
 from .sources._base import Dialect
 from .sources.gemini import GeminiDialect, looks_like_gemini
@@ -37,6 +38,7 @@ __all__ = [
     "call_to_dict",
     "from_anthropic",
     "from_claude_agent_sdk",
+    "from_crewai",
     "from_gemini",
     "from_langgraph",
     "from_mcp",

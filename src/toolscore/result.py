@@ -269,8 +269,8 @@ class EvaluationResult:
     @property
     def notes(self) -> list[str]:
         """Things the reader should know that are neither findings nor metrics: gold-file
-        ``side_effects`` that were not checked (see :func:`toolscore.gold.side_effect_note`)."""
-        note = side_effect_note(self.gold_calls)
+        ``side_effects``, checked or not (see :func:`toolscore.gold.side_effect_note`)."""
+        note = side_effect_note(self.gold_calls, self.metrics.get("side_effect_metrics"))
         return [] if note is None else [note]
 
     @property

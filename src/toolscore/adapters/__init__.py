@@ -1,10 +1,28 @@
-"""Toolscore 1.10's ``toolscore.adapters`` package path (the call record).
+"""Toolscore 1.10's ``toolscore.adapters`` package path: one adapter class per trace format.
 
-Trace formats are read by :mod:`toolscore.sources`; only the record is re-exported here.
+Each class parses a decoded JSON value with this package's streamed reader of its format
+(:mod:`toolscore.sources`); see :mod:`.base`.
 """
 
 from __future__ import annotations
 
-from ..calls import ToolCall
+from .anthropic import AnthropicAdapter
+from .base import BaseAdapter, ToolCall
+from .custom import CustomAdapter
+from .gemini import GeminiAdapter
+from .langchain import LangChainAdapter
+from .mcp import MCPAdapter
+from .openai import OpenAIAdapter
+from .otel import OTelAdapter
 
-__all__ = ["ToolCall"]
+__all__ = [
+    "AnthropicAdapter",
+    "BaseAdapter",
+    "CustomAdapter",
+    "GeminiAdapter",
+    "LangChainAdapter",
+    "MCPAdapter",
+    "OTelAdapter",
+    "OpenAIAdapter",
+    "ToolCall",
+]

@@ -13,17 +13,35 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._lazy import lazy_names
 from ..verdict import verdict_word
 
 if TYPE_CHECKING:
     from ..calls import Finding, ToolCall
     from ..errors import InputError
+    from .console_report import print_error as print_error
+    from .console_report import print_evaluation_summary as print_evaluation_summary
+    from .console_report import print_progress as print_progress
+    from .console_report import print_validation_result as print_validation_result
+    from .csv_report import generate_csv_report as generate_csv_report
+    from .html_report import generate_html_report as generate_html_report
+    from .json_report import generate_json_report as generate_json_report
+    from .markdown_report import generate_markdown_report as generate_markdown_report
+
 
 __all__ = [
     "ReportResult",
     "failed_calls",
+    "generate_csv_report",
+    "generate_html_report",
+    "generate_json_report",
+    "generate_markdown_report",
     "input_lines",
     "number",
+    "print_error",
+    "print_evaluation_summary",
+    "print_progress",
+    "print_validation_result",
     "required_counts",
     "rule_violation_count",
     "secret_count",
@@ -31,6 +49,23 @@ __all__ = [
     "verdict_word",
     "violation_count",
 ]
+
+# Toolscore 1.10's report functions, imported on first use: the console ones need rich, which
+# the file writers and ``import toolscore.reports`` do not.
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "generate_csv_report": ".csv_report",
+        "generate_html_report": ".html_report",
+        "generate_json_report": ".json_report",
+        "generate_markdown_report": ".markdown_report",
+        "print_error": ".console_report",
+        "print_evaluation_summary": ".console_report",
+        "print_progress": ".console_report",
+        "print_validation_result": ".console_report",
+    },
+    __all__,
+)
 
 
 class ReportResult(Protocol):

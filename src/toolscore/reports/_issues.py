@@ -21,7 +21,16 @@ from ..matchers import compare_values
 from ..redact import redact_secrets, redact_value
 from . import section
 
-__all__ = ["Issue", "top_issues"]
+__all__ = [
+    "Issue",
+    "arg_lines",
+    "extra",
+    "missing",
+    "redacted",
+    "top_issues",
+    "wrong_args",
+    "wrong_tool",
+]
 
 _REPR_LIMIT = 40
 
@@ -41,7 +50,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= _REPR_LIMIT else text[:_REPR_LIMIT] + "..."
 
 
-def _arg_lines(expected: Any, actual: Any) -> list[str]:
+def arg_lines(expected: Any, actual: Any) -> list[str]:
+    """``k: a != b`` per differing common key (compared as the score compares them), then
+    ``missing: k`` and ``unexpected: k``; values redacted and cut to 40 characters."""
     if not isinstance(expected, Mapping) or not isinstance(actual, Mapping):
         return []
     lines: list[str] = []
@@ -53,7 +64,8 @@ def _arg_lines(expected: Any, actual: Any) -> list[str]:
     return lines
 
 
-def _missing(tool: str) -> Issue:
+def missing(tool: str) -> Issue:
+    """An expected call to ``tool`` never happened."""
     return Issue(
         0,
         tool,
@@ -62,26 +74,34 @@ def _missing(tool: str) -> Issue:
     )
 
 
-def _wrong_tool(step: Any, expected: str, actual: str) -> Issue:
+def _at(step: Any) -> str:
+    """``"step N: "``, or nothing for an issue found by alignment rather than position."""
+    return "" if step is None else f"step {step}: "
+
+
+def wrong_tool(step: Any, expected: str, actual: str) -> Issue:
+    """``actual`` was called where ``expected`` was (at gold step ``step``, or None)."""
     return Issue(
         1,
         actual,
-        f"step {step}: called `{actual}` where `{expected}` was expected",
+        f"{_at(step)}called `{actual}` where `{expected}` was expected",
         f"Adjust the prompt or tool descriptions so the agent picks `{expected}` here.",
     )
 
 
-def _wrong_args(step: Any, tool: str, lines: list[str]) -> Issue:
+def wrong_args(step: Any, tool: str, lines: list[str]) -> Issue:
+    """``tool`` was called with other arguments (``lines``: :func:`arg_lines`)."""
     return Issue(
         2,
         tool,
-        f"step {step}: `{tool}` called with unexpected arguments ({'; '.join(lines)})",
+        f"{_at(step)}`{tool}` called with unexpected arguments ({'; '.join(lines)})",
         "Align the arguments with what's expected, or relax the spec with a matcher like "
         "ANY/Regex if the value may vary.",
     )
 
 
-def _extra(tool: str) -> Issue:
+def extra(tool: str) -> Issue:
+    """A call to ``tool`` that was not expected."""
     return Issue(
         3,
         tool,
@@ -103,16 +123,26 @@ def _positional(details: Any, keep: int) -> tuple[list[Issue], int]:
         if not isinstance(expected, str) or not isinstance(actual, str):
             continue  # a tail step: reported as a missing or extra tool
         if expected != actual:
-            issue = _wrong_tool(step.get("step"), expected, actual)
+            issue = wrong_tool(step.get("step"), expected, actual)
         else:
-            lines = _arg_lines(step.get("expected_args"), step.get("actual_args"))
+            lines = arg_lines(step.get("expected_args"), step.get("actual_args"))
             if not lines:
                 continue
-            issue = _wrong_args(step.get("step"), actual, lines)
+            issue = wrong_args(step.get("step"), actual, lines)
         total += 1
         if len(kept) < keep:
             kept.append(issue)
     return kept, total
+
+
+def redacted(issue: Issue) -> Issue:
+    """``issue`` with its tool, problem and fix redacted."""
+    return Issue(
+        issue.priority,
+        redact_secrets(issue.tool),
+        redact_secrets(issue.problem),
+        redact_secrets(issue.fix),
+    )
 
 
 def top_issues(metrics: Mapping[str, Any], limit: int = 8) -> tuple[list[Issue], int]:
@@ -127,17 +157,14 @@ def top_issues(metrics: Mapping[str, Any], limit: int = 8) -> tuple[list[Issue],
         wrong arguments at a position, extra tools), and the total count of issues.
     """
     correctness = section(metrics, "tool_correctness_metrics")
-    missing = [str(t) for t in correctness.get("missing_tools") or ()]
-    extra = [str(t) for t in correctness.get("extra_tools") or ()]
+    absent = [str(t) for t in correctness.get("missing_tools") or ()]
+    unexpected = [str(t) for t in correctness.get("extra_tools") or ()]
     details = section(metrics, "trajectory_metrics").get("trajectory_details")
     positional, positional_total = _positional(details, limit)
-    ranked = [_missing(t) for t in missing[:limit]]
+    ranked = [missing(t) for t in absent[:limit]]
     ranked.extend(positional)
-    ranked.extend(_extra(t) for t in extra[:limit])
+    ranked.extend(extra(t) for t in unexpected[:limit])
     ranked.sort(key=lambda issue: issue.priority)  # stable: keeps each group's order
-    total = len(missing) + positional_total + len(extra)
-    shown = [
-        Issue(i.priority, redact_secrets(i.tool), redact_secrets(i.problem), redact_secrets(i.fix))
-        for i in ranked[:limit]
-    ]
+    total = len(absent) + positional_total + len(unexpected)
+    shown = [redacted(i) for i in ranked[:limit]]
     return shown, total
