@@ -53,12 +53,29 @@ def _rows(call: ToolCall) -> tuple[int | None, list[Any] | None]:
 
 
 def query_rows(database: str, query: str) -> list[tuple[Any, ...]]:
-    """The rows ``query`` returns from the SQLite file ``database``, opened read-only."""
+    """The rows ``query`` returns from the SQLite file ``database``, opened read-only.
+
+    A gold file is input (a pull request may bring one), so the query may only read: an
+    authorizer refuses anything but reading the database's own tables and calling functions
+    (no ``ATTACH`` of another file, no pragma, no write), and the query is one statement.
+
+    Raises:
+        sqlite3.DatabaseError: the query is refused or fails (a "Validator error" detail).
+    """
     import sqlite3  # function-local: ``toolscore eval`` starts without it unless a query runs
 
+    allowed = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
+
+    def authorize(action: int, *_: Any) -> int:
+        return sqlite3.SQLITE_OK if action in allowed else sqlite3.SQLITE_DENY
+
     uri = Path(database).resolve().as_uri() + "?mode=ro"
-    with sqlite3.connect(uri, uri=True) as conn:
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        conn.set_authorizer(authorize)
         return conn.execute(query).fetchall()
+    finally:
+        conn.close()
 
 
 def _in_bounds(count: int, bounds: Mapping[str, Any]) -> bool:
