@@ -177,7 +177,7 @@ def test_marker_ini_defaults_and_toolscore_fixtures(tmp_path: Path) -> None:
     assert "1 failed, 4 passed, 1 error" in proc.stdout, proc.stdout
     assert "takes weights=, forbidden= and min_score= only" in proc.stdout
     assert "FAILED tests/test_defaults.py::test_marker_forbidden" in proc.stdout
-    assert "1 forbidden call made" in proc.stdout
+    assert "1 violation (1 forbidden call(s); score" in proc.stdout
     assert "FORBIDDEN call 1 drop_table matches forbidden rule 1" in proc.stdout
     entries = _report(report)["evaluations"]
     whats = [(e["test"].split("::")[-1], e["what"], e["passed"]) for e in entries]
@@ -188,3 +188,30 @@ def test_marker_ini_defaults_and_toolscore_fixtures(tmp_path: Path) -> None:
     ]
     assert ("test_async", "expect", True) in whats
     assert len(entries) == 8
+
+
+def test_assert_tools_fails_on_every_kind_of_violation(tmp_path: Path) -> None:
+    """The plugin asks the one verdict: a credential in an argument fails the test as a
+    forbidden call does, and the failure says which kind, redacted."""
+    key = "gh" + "p_" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LzXcVb"
+    (tmp_path / "test_kinds.py").write_text(
+        textwrap.dedent(
+            """
+            KEY = "gh" + "p_" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LzXcVb"  # whole only at run time
+
+            def test_credential(toolscore):
+                actual = [{"tool": "fetch", "args": {"token": KEY}}]
+                toolscore.assert_tools([{"tool": "fetch"}], actual)
+
+            def test_clean(toolscore):
+                toolscore.assert_tools([{"tool": "fetch"}], [{"tool": "fetch"}])
+            """
+        ),
+        encoding="utf-8",
+    )
+    proc = run_pytest(tmp_path, "-q")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 failed, 1 passed" in proc.stdout
+    assert "1 violation (1 credential(s); score" in proc.stdout
+    assert "VIOLATION call 1 fetch passes a credential (github_token)" in proc.stdout
+    assert key not in proc.stdout + proc.stderr

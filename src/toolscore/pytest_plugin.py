@@ -170,7 +170,7 @@ class _Defaults:
         weights: dict[str, float] | None = None
         lines = [str(x) for x in config.getini("toolscore_weights") or []]
         if lines:
-            from .cli._util import parse_weights
+            from .result import parse_weights  # the plugin loads in every pytest run: start-up
 
             weights = parse_weights([x for line in lines for x in line.split(",") if x.strip()])
         forbidden: Any = config.getini("toolscore_forbidden") or None
@@ -374,35 +374,45 @@ class ToolscoreHelper:
         from .expect import ToolScoreAssertionError
         from .failures import render_failure
         from .sanitize import shown
+        from .verdict import SCORE_EPSILON, PassCriterion, judge
 
         if min_score is None:
             min_score = self.defaults.min_score if self.defaults.min_score is not None else 0.9
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score must be between 0.0 and 1.0, got {min_score}")
-        low = result.score < max(0.0, min_score - _EPSILON)
+        verdict = judge(result, PassCriterion(min_score=min_score, all_calls=False))
+        low = verdict.score is not None and verdict.score < min_score - SCORE_EPSILON
         violations = result.policy_violations
-        if not low and not violations:
+        count = verdict.violations.total
+        if verdict.passed:
             self._record(what, result, passed=True, min_score=min_score)
             return result
         extra: list[str] = []
         fix = None
         header = None
-        if violations:
+        if count:
+            # every violation, whatever its kind (the one verdict's count)
             extra = [
                 f"FORBIDDEN {shown(f.message)}"
                 for f in result.findings
                 if f.kind == "forbidden_call"
             ]
-            first = violations[0]
-            fix = (
-                f"call {first['index'] + 1} `{shown(str(first['tool']))}` matches forbidden "
-                f"rule {first['rule'] + 1}: change the prompt or the agent's tools so it does "
-                "not make this call."
-            )
+            extra += [
+                f"VIOLATION {shown(message)}"
+                for severity, message in result.behavior_findings()
+                if severity == "error" and "matches forbidden rule" not in message
+            ]
+            if violations:
+                first = violations[0]
+                fix = (
+                    f"call {first['index'] + 1} `{shown(str(first['tool']))}` matches forbidden "
+                    f"rule {first['rule'] + 1}: change the prompt or the agent's tools so it "
+                    "does not make this call."
+                )
             if not low:
-                n = len(violations)
                 header = (
-                    f"{n} forbidden call{'s' if n != 1 else ''} made (score {result.score:.2f}):"
+                    f"{count} violation{'s' if count != 1 else ''} "
+                    f"({verdict.violations.describe()}; score {result.score:.2f}):"
                 )
         text = render_failure(
             result.gold_calls,

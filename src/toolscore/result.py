@@ -35,6 +35,7 @@ __all__ = [
     "expected_record",
     "json_safe",
     "normalize_weights",
+    "parse_weights",
     "reduce",
 ]
 
@@ -114,6 +115,28 @@ def normalize_weights(weights: Mapping[str, Any] | None) -> dict[str, float]:
             "Weights sum to zero after merging with defaults; at least one weight must be positive."
         )
     return {key: value / total for key, value in merged.items()}
+
+
+def parse_weights(items: list[str]) -> dict[str, float] | None:
+    """Parse repeated ``--weight NAME=VALUE`` options (``None`` when none were given).
+
+    Only the form is checked here; names and values are checked by the evaluation.
+
+    Raises:
+        ValueError: an item is not ``NAME=VALUE`` with a number as value.
+    """
+    if not items:
+        return None
+    weights: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--weight: expected NAME=VALUE, got {item!r}") from None
+    return weights
 
 
 def compute_score(metrics: Mapping[str, Any], weights: Mapping[str, float]) -> float:

@@ -13,6 +13,7 @@ from .._exitcodes import EXIT_CLOSED_OUTPUT, Outcome, exit_code
 from ..errors import InputError
 from ..limits import set_max_value_bytes
 from ..redact import use_pii
+from ..result import parse_weights
 from ..sanitize import shown
 from ..verdict import parse_fail_under
 from ._options import RunOptions
@@ -35,28 +36,6 @@ def error_line(message: str) -> None:
     text = shown(message)
     sys.stderr.write(f"toolscore: error: {text}\n")
     sys.stderr.flush()
-
-
-def parse_weights(items: list[str]) -> dict[str, float] | None:
-    """Parse repeated ``--weight NAME=VALUE`` options (``None`` when none were given).
-
-    Only the form is checked here; names and values are checked by the evaluation.
-
-    Raises:
-        ValueError: an item is not ``NAME=VALUE`` with a number as value.
-    """
-    if not items:
-        return None
-    weights: dict[str, float] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            if not sep or not name.strip():
-                raise ValueError
-            weights[name.strip()] = float(value)
-        except ValueError:
-            raise ValueError(f"--weight: expected NAME=VALUE, got {item!r}") from None
-    return weights
 
 
 def parse_run_options(
