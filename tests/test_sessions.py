@@ -155,3 +155,50 @@ async def test_watch_sessions_over_a_real_pipe() -> None:
         positions = [i for i, e in enumerate(events) if e.session == session]
         assert isinstance(events[positions[-1]], ClosedSession)
     await anyio.lowlevel.checkpoint()
+
+
+def test_watch_trace_key_keeps_a_budget_per_session_over_a_pipe(tmp_path: Any) -> None:
+    """The real command on a real pipe: three interleaved sessions keep three budgets; each
+    finding line names its session and is printed while the writer is still writing; each
+    session closes when idle, with its verdict."""
+    import subprocess
+    import sys
+
+    from _cli import cli_env
+
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(RULES), "utf-8")
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps(GOLD), "utf-8")
+    findings = tmp_path / "findings.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolscore", "watch", "--trace-key", "trace_id", "--gold",
+         str(gold), "--forbidden", str(rules), "--idle", "0.5", "--fail-on-violations",
+         "--findings", str(findings)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(),
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    for line in LINES:
+        proc.stdin.write((json.dumps(line) + "\n").encode())
+        proc.stdin.flush()
+    # a finding arrives while the pipe is still open (the writer has not closed it)
+    first = proc.stdout.readline().decode()
+    assert first.startswith("[session ") and "ERROR" in first
+    closed = []
+    while len(closed) < 3:  # the sessions close on their own, idle, the pipe still open
+        line = proc.stdout.readline().decode()
+        assert line, "the watch ended before the sessions closed"
+        if "] closed (idle)" in line:
+            closed.append(line)
+    rest, err = proc.communicate(timeout=30)  # (closes the pipe: the end of input)
+    assert proc.returncode == 1, err  # violations, --fail-on-violations
+    by_session = {line.split("]")[0].removeprefix("[session "): line for line in closed}
+    assert "1 violation(s) (1 broken rule(s))" in by_session["a"]
+    assert "grade A PASS" in by_session["b"] and "0 violation(s)" in by_session["b"]
+    assert "1 violation(s) (1 forbidden call(s))" in by_session["c"]
+    assert "> Sessions: 3 closed, 1 passed, 2 violation(s)" in rest.decode()
+    records = [json.loads(x) for x in findings.read_text("utf-8").splitlines()]
+    assert {(r["session"], r["kind"]) for r in records} == {
+        ("a", "step_budget_exceeded"),
+        ("c", "forbidden_call"),
+    }

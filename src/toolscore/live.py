@@ -82,8 +82,11 @@ class LiveRun:
         receive: MemoryObjectReceiveStream[list[Finding]],
         send: MemoryObjectSendStream[list[Finding]],
         on_finding: FindingSink | None,
+        has_gold: bool = True,
     ) -> None:
         self.pipeline = pipeline
+        self.has_gold = has_gold
+        """False without gold: the checks only, no score."""
         """The pipeline being driven (its checks, ``calls_read``, kept ``findings``)."""
         self.started = time.monotonic()
         """``time.monotonic()`` when the watch began, for :attr:`rate`."""
@@ -152,7 +155,9 @@ class LiveRun:
         """
         if self._result is not None:
             return self._result
-        return pipeline_result(self.pipeline, self._gold, self._weights, include_extras=True)
+        return pipeline_result(
+            self.pipeline, self._gold, self._weights, include_extras=True, has_gold=self.has_gold
+        )
 
     def score(self) -> float:
         """The score of the calls completed so far: the reducer on what the score reads of
@@ -245,7 +250,11 @@ class LiveRun:
         try:
             await run_async(self.pipeline, stoppable)
             self._result = pipeline_result(
-                self.pipeline, self._gold, self._weights, include_extras=True
+                self.pipeline,
+                self._gold,
+                self._weights,
+                include_extras=True,
+                has_gold=self.has_gold,
             )
         except Exception as exc:
             # Handed to the consumer (``__anext__``, ``result``, leaving the block), so the
@@ -362,7 +371,7 @@ async def watch(
             rules=check_rules(rules, "rules"),
         )
         send, receive = anyio.create_memory_object_stream[list[Finding]](buffer)
-        run = LiveRun(pipeline, gold_calls, norm, receive, send, on_finding)
+        run = LiveRun(pipeline, gold_calls, norm, receive, send, on_finding, gold is not None)
         pipeline.on_finding = run._sink
         try:
             with plain_errors():

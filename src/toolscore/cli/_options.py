@@ -126,6 +126,12 @@ class WatchOptions(RunOptions):
     follow: bool = False
     findings: str | None = None
     poll_interval: float = 0.05
+    trace_key: str | None = None
+    """Evaluate each session (the calls with one value of this key) on its own."""
+    idle: float | None = 300.0
+    """With ``trace_key``: seconds without a call after which a session closes."""
+    max_sessions: int = 10_000
+    """With ``trace_key``: sessions open at most (the oldest closes past it)."""
 
 
 def _take(cls: type[_T], values: dict[str, Any], **given: Any) -> _T:
@@ -370,6 +376,31 @@ FollowOption = Annotated[
     bool,
     typer.Option(
         "--follow", "-F", help="Keep reading TRACE as it grows (survives truncation/rotation)."
+    ),
+]
+SessionKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trace-key",
+        help="Lines name their session by this key (trace_id, session_id...): each session "
+        "is evaluated on its own (its rules, budget, score), its findings say which.",
+    ),
+]
+IdleOption = Annotated[
+    float,
+    typer.Option(
+        "--idle",
+        help="With --trace-key: close a session after this many seconds "
+        "without a call (0: only at the end).",
+        min=0.0,
+    ),
+]
+MaxSessionsOption = Annotated[
+    int,
+    typer.Option(
+        "--max-sessions",
+        help="With --trace-key: sessions open at most (the oldest closes past it).",
+        min=1,
     ),
 ]
 FindingsOption = Annotated[

@@ -309,6 +309,10 @@ def run_watch(opts: WatchOptions) -> int:
         )
     except ToolscoreError as exc:
         return failure_status(exc)
+    if opts.trace_key is not None:
+        from .watch_sessions import run_watch_sessions  # only for a stream of sessions
+
+        return run_watch_sessions(opts, weights, threshold)
     console = make_console()
     printer = _Printer(opts, console)
     started = time.monotonic()
@@ -342,9 +346,15 @@ def watch_command(
     weight: opt.WeightOption = None,
     pii: opt.PiiOption = False,
     max_value_bytes: opt.MaxValueBytesOption = DEFAULT_MAX_VALUE_BYTES,
+    trace_key: opt.SessionKeyOption = None,
+    idle: opt.IdleOption = 300.0,
+    max_sessions: opt.MaxSessionsOption = 10_000,
 ) -> None:
-    """Evaluate a trace live: print each finding as its call arrives, then the summary."""
+    """Evaluate a trace live: print each finding as its call arrives, then the summary.
+
+    With --trace-key, the stream holds many sessions, each evaluated on its own."""
     opts = watch_options(locals())
+    opts.idle = opts.idle or None
     apply_settings(opts)
     try:
         code = run_watch(opts)

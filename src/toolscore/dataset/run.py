@@ -171,7 +171,7 @@ class DatasetResult:
                 for kind, count in sorted(agg.findings.items(), key=lambda kv: (-kv[1], kv[0]))
             ],
             "worst": [{"trace_id": t, "score": s} for s, _, t in agg.worst],
-            "missing_gold": len(self.missing_gold_all()),
+            "missing_gold": agg.statuses.get("no_gold", 0),
             "missing_trace": agg.statuses.get("no_trace", 0),
             "input_errors": self.input_errors,
             "gold_problems": self.gold_problems,
@@ -181,9 +181,6 @@ class DatasetResult:
             "engine": self.engine,
             "workers": self.workers,
         }
-
-    def missing_gold_all(self) -> list[str]:
-        return self.missing_gold
 
 
 def _dump_task(outcome: TaskOutcome) -> bytes:
