@@ -55,7 +55,7 @@ call = st.fixed_dictionaries(
         "error": st.sampled_from(["timeout", "boom"]),
         "duration": st.sampled_from([0.25, 1.5, 0]),
         "cost": st.sampled_from([0.001, 0.5]),
-        "trace_id": st.sampled_from(["a", "b"]),
+        "tag": st.sampled_from(["a", "b"]),  # an extra key: the call's metadata
     },
 )  # fmt: skip
 line = (
@@ -364,3 +364,18 @@ def test_a_finding_moves_by_its_fields_and_its_message_follows() -> None:
     # a brace in a field is text, not a placeholder
     odd = Finding("x", "y", "info", None, 0, "t", detail="{call}", template="{tool}: {detail}")
     assert odd.message == "t: {call}"
+
+
+def test_a_file_whose_calls_name_traces_is_read_by_one_process(tmp_path: Path) -> None:
+    """Parts would each see one trace id: such a file is read whole, so a second id is said
+    (never merged silently) whatever ``workers`` asks."""
+    rows = [{"trace_id": t, "tool": "search", "args": {"q": "x" * 200}} for t in "ab" * 200]
+    path = _write(tmp_path, [json.dumps(r) for r in rows])
+    old = parallel.PARALLEL_MIN_BYTES
+    parallel.PARALLEL_MIN_BYTES = 1024
+    try:
+        assert parallel.plan(str(path), "auto", 2) is None
+        result = evaluate_trace([{"tool": "search"}], path, workers=2)
+    finally:
+        parallel.PARALLEL_MIN_BYTES = old
+    assert [f.kind for f in result.input_findings] == ["several_traces"]

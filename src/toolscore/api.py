@@ -351,14 +351,16 @@ def evaluate_trace(
     workers = check_workers(workers)
     with pii_redaction(pii):
         _no_judge(judge)
-        if validate_side_effects:  # a gold's side_effects, checked on the paired trace calls
+        expected = None if gold_file is None else read_gold(gold_file)  # read once
+        if validate_side_effects and expected is not None:
+            # a gold's side_effects, checked on the paired trace calls
             from .side_effects import side_effect_checks
 
-            checks = side_effect_checks(read_gold(gold_file), checks)
+            checks = side_effect_checks(expected, checks)
         from .sources import iter_batches
 
         pipeline, gold, norm = open_run(
-            gold_file,
+            expected,
             weights,
             forbidden,
             strict=strict,

@@ -48,9 +48,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._idkeys import ID_KEYS
 from ._interrupt import Interrupted
 from .calls import Batch, Finding, FindingValues, Location
 from .checks._base import BaseCheck, State
+from .dataset.shape import first_record
 from .errors import InputError
 from .limits import PARALLEL_MIN_BYTES
 from .pipeline import Pipeline, emit_sync, feed_sync, finding_order
@@ -134,6 +136,8 @@ def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
             found = detect(head, format=format, final=len(head) == size, source=path)
             if found.layout != "jsonl" or found.dialect != "custom" or head[:3] == b"\xef\xbb\xbf":
                 return None
+            if _names_traces(head):
+                return None  # one process sees every trace id: several are said (_traceids)
             bounds = [0]
             for at in _splits(size, processes):
                 cut = _line_start(f, at, size)
@@ -144,6 +148,13 @@ def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
         return None
     bounds.append(size)
     return Plan(path, tuple(bounds), per_process=2)
+
+
+def _names_traces(head: bytes) -> bool:
+    """Whether the file's calls name their trace (``trace_id``...): such a file may hold
+    several traces, which only a reader of the whole sees and says."""
+    first = first_record(head)
+    return first is not None and any(key in first for key in ID_KEYS)
 
 
 TAIL_SHARE = 0.1
