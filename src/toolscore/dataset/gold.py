@@ -29,7 +29,8 @@ import msgspec
 import orjson
 
 from ..calls import ToolCall
-from ..errors import GoldFileError
+from ..errors import GoldFileError, UsageError
+from ..gold import gold_from_dicts
 from .inputs import is_url, list_inputs, open_input
 from .shape import keyed_gold_key
 
@@ -188,6 +189,8 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
                         f"{gold}:{lineno}: not a gold line ({{{key!r}: ..., 'expected': [...]}})"
                     )
                 continue
+            if b'"$' in raw:  # operators or alternatives: an unknown one is an input error
+                _check_operators(gold, lineno, calls)
             # msgspec's bytes are their length; orjson's keep a buffer of some 4 KB each,
             # 40 MB for a batch of small gold entries
             body = msgspec.json.encode(calls)
@@ -211,6 +214,15 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
         storage_options=options,
         body_bytes=body_bytes,
     )
+
+
+def _check_operators(gold: str, lineno: int, calls: list[Any]) -> None:
+    """Raises GoldFileError naming the file and line when a gold line's ``$`` operators or
+    alternatives are wrong (an unknown operator, a bad operand)."""
+    try:
+        gold_from_dicts(calls)
+    except UsageError as exc:
+        raise GoldFileError(gold, str(exc), line=lineno) from None
 
 
 class GoldLookup:

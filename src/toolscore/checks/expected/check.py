@@ -187,7 +187,7 @@ class ExpectedCheck(BaseCheck):
                     continue
                 # after every kept candidate of weight >= w (they all come earlier)
                 i = bisect.bisect_right(cands, -w, key=neg_weight)
-                cands.insert(i, (w, pos + where[j], arg_count(targs[j])))
+                cands.insert(i, (w, pos + where[j], arg_count(targs[j], group.optional)))
                 if len(cands) > k:
                     cands.pop()
             if len(cands) >= k and cands[-1][0] >= top:
