@@ -171,6 +171,7 @@ def _expected_for(
         arg_view=view,
         plan=plan if view is None else None,
         trajectory=not score_only,
+        free=() if rules is None else rules.free,
     )
 
 

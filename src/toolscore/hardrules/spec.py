@@ -13,14 +13,15 @@ A rule file is either a plain JSON list of forbidden rules (as before) or an obj
                     "args": {"path": {"$regex": "\\\\.ssh/|\\\\.env$"}}}]},
       "match": ["strict", "superset"],
       "arguments": {"mode": "exact", "tools": {"search": "subset",
-                    "fetch": {"args": {"headers": "ignore"}}}, "score": false}
+                    "fetch": {"args": {"headers": "ignore"}}}, "score": false},
+      "free": ["get_*", "think"]
     }
 
 Every key is optional; an unknown key is an error naming the known ones. Each hard rule has an
 id (``order[0]``, ``counts[1]``, ``allow``, ``max_calls``, ``schema:TOOL``, ``data_flow[0]``,
 ``match:strict``), or the ``"id"`` the file gives it, which its findings carry. A gold file
-that is an object may hold the same keys under ``"rules"`` (and ``"match"``/``"arguments"``
-at its top level); :func:`combine` joins the two.
+that is an object may hold the same keys under ``"rules"`` (and ``"match"``/``"arguments"``/
+``"free"`` at its top level); :func:`combine` joins the two.
 
 Python takes the same shapes (``evaluate(..., rules={...})``), with matchers where JSON has
 ``$`` operators.
@@ -70,6 +71,7 @@ KEYS = (
     "data_flow",
     "match",
     "arguments",
+    "free",
 )
 _DEFAULT = "<rules>"
 
@@ -155,6 +157,10 @@ class RuleSet:
     arguments: ArgumentModes | None = None
     has_forbidden: bool = False
     """A forbidden list was given (even empty): the policy check runs."""
+    free: tuple[str, ...] = ()
+    """Tools the gold does not judge (``fnmatch`` globs: ``["get_*", "think"]``): their
+    calls are neither expected nor extra, left out of selection, sequence, trajectory,
+    argument pairing and redundancy; a tool the gold names is judged all the same."""
 
     @property
     def hard(self) -> bool:
@@ -473,6 +479,8 @@ def _hard(out: RuleSet, data: Mapping[str, Any], path: str, python: bool) -> Rul
         out = replace(out, match=_match(data["match"], path))
     if data.get("arguments") is not None:
         out = replace(out, arguments=_arguments(data["arguments"], path))
+    if data.get("free") is not None:
+        out = replace(out, free=tuple(dict.fromkeys(_tools(data["free"], "free", path))))
     return out
 
 
@@ -532,7 +540,7 @@ def load_gold_rules(path: str | os.PathLike[str]) -> RuleSet | None:
                 name, f"the gold file's 'rules' must be an object, got {_short(inner)}"
             )
         spec.update(inner)
-    for key in ("match", "arguments"):
+    for key in ("match", "arguments", "free"):
         if key in data:
             spec[key] = data[key]
     if not spec:
@@ -579,6 +587,7 @@ def combine(first: RuleSet | None, second: RuleSet | None) -> RuleSet | None:
         match=first.match + tuple(m for m in second.match if m not in first.match),
         arguments=second.arguments if second.arguments is not None else first.arguments,
         has_forbidden=first.has_forbidden or second.has_forbidden,
+        free=first.free + tuple(t for t in second.free if t not in first.free),
     )
     _unique_ids(out, "<rules>")
     return out
