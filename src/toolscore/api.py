@@ -36,6 +36,7 @@ from .checks.expected.choices import ChoicesCheck
 from .checks.policy import policy_check
 from .checks.secrets import ToolNames, secrets_check
 from .errors import InputError
+from .failed import DEFAULT_FAILURES, FailureRules
 from .gold import calls_from_dicts, gold_choices, gold_from_dicts, load_gold
 from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
 from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
@@ -139,7 +140,7 @@ def builtin_checks(
         )
     checks: list[BaseCheck] = [
         expected,
-        errors_check(count_identical=not score_only),
+        errors_check(count_identical=not score_only, failures=_failures(rules)),
         secrets_check(tool_names=tool_names),
     ]
     if rules is not None and rules.has_forbidden:
@@ -172,7 +173,15 @@ def _expected_for(
         plan=plan if view is None else None,
         trajectory=not score_only,
         free=() if rules is None else rules.free,
+        failures=_failures(rules),
     )
+
+
+def _failures(rules: RuleSet | None) -> FailureRules:
+    """What counts as a failed call under ``rules`` (the defaults when they say nothing)."""
+    if rules is None or rules.failures is None:
+        return DEFAULT_FAILURES
+    return rules.failures
 
 
 def pipeline_result(

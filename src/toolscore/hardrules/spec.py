@@ -14,7 +14,9 @@ A rule file is either a plain JSON list of forbidden rules (as before) or an obj
       "match": ["strict", "superset"],
       "arguments": {"mode": "exact", "tools": {"search": "subset",
                     "fetch": {"args": {"headers": "ignore"}}}, "score": false},
-      "free": ["get_*", "think"]
+      "free": ["get_*", "think"],
+      "failures": {"remove": ["result.traceback"], "add": [{"id": "timeout",
+                   "match": {"$regex": "timed out"}}]}
     }
 
 Every key is optional; an unknown key is an error naming the known ones. Each hard rule has an
@@ -37,6 +39,7 @@ from itertools import pairwise
 from typing import Any, Literal, cast
 
 from ..errors import RuleFileError
+from ..failed import FailureRules, failure_rules
 from ..jsonfile import read_json, with_position
 from ..rules import Rule, rules_from_json, rules_from_python
 
@@ -72,6 +75,7 @@ KEYS = (
     "match",
     "arguments",
     "free",
+    "failures",
 )
 _DEFAULT = "<rules>"
 
@@ -157,6 +161,8 @@ class RuleSet:
     arguments: ArgumentModes | None = None
     has_forbidden: bool = False
     """A forbidden list was given (even empty): the policy check runs."""
+    failures: FailureRules | None = None
+    """What counts as a failed call (None: the defaults of :mod:`toolscore.failed`)."""
     free: tuple[str, ...] = ()
     """Tools the gold does not judge (``fnmatch`` globs: ``["get_*", "think"]``): their
     calls are neither expected nor extra, left out of selection, sequence, trajectory,
@@ -479,6 +485,8 @@ def _hard(out: RuleSet, data: Mapping[str, Any], path: str, python: bool) -> Rul
         out = replace(out, match=_match(data["match"], path))
     if data.get("arguments") is not None:
         out = replace(out, arguments=_arguments(data["arguments"], path))
+    if data.get("failures") is not None:
+        out = replace(out, failures=failure_rules(data["failures"], path))
     if data.get("free") is not None:
         out = replace(out, free=tuple(dict.fromkeys(_tools(data["free"], "free", path))))
     return out
@@ -588,6 +596,7 @@ def combine(first: RuleSet | None, second: RuleSet | None) -> RuleSet | None:
         arguments=second.arguments if second.arguments is not None else first.arguments,
         has_forbidden=first.has_forbidden or second.has_forbidden,
         free=first.free + tuple(t for t in second.free if t not in first.free),
+        failures=second.failures if second.failures is not None else first.failures,
     )
     _unique_ids(out, "<rules>")
     return out

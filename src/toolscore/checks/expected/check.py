@@ -16,6 +16,7 @@ from typing import Any
 from ..._exact import SUM_CHUNK
 from ...calls import Batch, Finding, ToolCall
 from ...columns import Columns, ListColumns
+from ...failed import DEFAULT_FAILURES, FailureRules
 from .._base import BaseCheck
 from .approx import ApproxRecorder
 from .gold_order import neg_weight
@@ -49,7 +50,10 @@ class ExpectedCheck(BaseCheck):
         plan: ExpectedPlan | None = None,
         trajectory: bool = True,
         free: Sequence[str] = (),
+        failures: FailureRules = DEFAULT_FAILURES,
     ) -> None:
+        self._failures = failures
+        """What counts as a failed call (required-call recall counts successful ones)."""
         self.plan = (
             plan
             if plan is not None
@@ -227,7 +231,7 @@ class ExpectedCheck(BaseCheck):
         if any(needed.values()):
             tools = cols.tools
             ok = Counter(tools)
-            ok.subtract(tools[i] for i in cols.failed())
+            ok.subtract(tools[i] for i in cols.failed(self._failures))
             for tool, left in needed.items():
                 if left:
                     needed[tool] = max(0, left - ok[tool])
@@ -320,6 +324,7 @@ def expected_check(
     plan: ExpectedPlan | None = None,
     trajectory: bool = True,
     free: Sequence[str] = (),
+    failures: FailureRules = DEFAULT_FAILURES,
 ) -> ExpectedCheck:
     """The expected-calls check for ``gold``.
 
@@ -342,6 +347,7 @@ def expected_check(
             :meth:`~.state.ExpectedState.score_metrics` is read (a dataset's records).
         free: globs of the tools the gold does not judge: their calls are left out of every
             metric but latency and cost (a tool the gold names is judged all the same).
+        failures: what counts as a failed call (:mod:`toolscore.failed`).
     """
     return ExpectedCheck(
         gold,
@@ -353,4 +359,5 @@ def expected_check(
         plan=plan,
         trajectory=trajectory,
         free=free,
+        failures=failures,
     )
