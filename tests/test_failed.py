@@ -11,6 +11,8 @@ from typing import Any
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolscore
 from toolscore.errors import RuleFileError
@@ -154,3 +156,38 @@ def test_user_rules_remove_and_add(tmp_path: Path) -> None:
         failure_rules({"remove": ["result.nope"]})
     with pytest.raises(RuleFileError, match=r"unknown operator '\$regx'"):
         failure_rules({"add": [{"id": "x", "match": {"$regx": "a"}}]})
+
+
+_field_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-1, 600),
+    st.floats(-1, 1, allow_nan=False),
+    st.sampled_from(["", "x", "Error: y", "{}", []]),
+    st.dictionaries(st.sampled_from(["a"]), st.integers(), max_size=1),
+    st.lists(st.integers(), max_size=1),
+)
+_results = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["error", "success", "status", "status_code", "statusCode", "data"]),
+        _field_values,
+        max_size=3,
+    ),
+    st.sampled_from(["ok", "Error: no", "x Error: y", "Traceback (most recent call last):\n"]),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(results=st.lists(st.one_of(_results, _results.map(json.dumps)), min_size=1, max_size=6))
+def test_the_raw_prefilter_misses_no_failure(tmp_path_factory: Any, results: list[Any]) -> None:
+    """A trace file's decoded block (raw results, prefiltered in RE2) and the same calls in
+    memory (each result checked) fail the same calls by the same rules."""
+    calls = [{"tool": f"t{i}", "result": r} for i, r in enumerate(results)]
+    trace = tmp_path_factory.mktemp("trace") / "trace.jsonl"
+    trace.write_text("".join(json.dumps(c) + "\n" for c in calls))
+    expected = [_why(c) for c in calls]
+    for result in (toolscore.evaluate_trace([], trace), toolscore.evaluate([], calls)):
+        failed = {f.call_index: f.message for f in result.findings if f.kind == "failed_call"}
+        assert sorted(failed) == [i for i, why in enumerate(expected) if why is not None]
+        for i, message in failed.items():
+            assert message.endswith(f"({expected[i]})") or expected[i] in ("is_error", "error")

@@ -30,7 +30,6 @@ The failed-call finding names the rule when it is not Toolscore's own (``is_erro
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from itertools import accumulate
 from typing import Any
 
 import orjson
+import re2
 
 from .errors import RuleFileError
 from .matchers import compare_values
@@ -151,37 +151,42 @@ def _result_rule(result: Any, on: frozenset[str]) -> str | None:
     return None
 
 
-_RAW_HINT = re.compile(
-    rb'(?:^|\x00)"Error:|Traceback \(most recent call last\)'
-    rb'|error\\?"\s*:\s*+(?!null|false|""|\\"\\"|\{\}|\[\])'
+_HINTS = re2.compile(
+    rb'"Error:|Traceback \(most recent call last\)'
+    rb'|error\\?"\s*:\s*(?:"[^"]|\\"[^\\]|t|[1-9-]|0\.|\{\s*[^\s}]|\[\s*[^\s\]])'
     rb'|success\\?"\s*:\s*false'
-    rb'|status(?:_code|Code)?\\?"\s*:\s*(?:[4-9]\d\d|\d{4})'
+    rb'|(?:status|status_code|statusCode)\\?"\s*:\s*(?:[4-9]\d\d|\d{4})'
 )
-"""Where a default result rule may hold, in raw JSON results joined by NUL bytes (a result
-object, or one held in a JSON string, its quotes escaped): a superset, decided after."""
+"""Where a default result rule may hold, in raw JSON results (a result object, or one held
+in a JSON string, its quotes escaped): ``Error:``, a traceback, an ``error`` key whose value
+is not ``null``, ``false``, ``""``, ``0``, ``{}`` or ``[]``, ``success: false``, a status of
+400 or more. A superset of the rules (a match inside a nested object, a string that merely
+holds the text), each candidate decided after; searched by RE2 in one linear pass."""
 
 
 def raw_candidates(raws: Sequence[Any], rules: FailureRules) -> list[int]:
     """The positions of the raw JSON results (bytes-like) that a result rule in use may call
-    failed: one search of them all (usually nothing), then only the results it points at.
-    Every result is a candidate when the user added rules of their own."""
+    failed: one RE2 search of them all, joined, for :data:`_HINTS` (usually finding none),
+    then the results the hits fall in. Every result is a candidate when the
+    user added rules of their own."""
     if rules.added:
         return list(range(len(raws)))
     if rules.enabled.isdisjoint(RESULT_RULES):
         return []
-    joined = b"\x00".join(raws)
-    found = _RAW_HINT.search(joined)
-    if found is None:
+    # joined as they are: a needle across two results only adds a candidate, never hides one
+    joined = b"".join(raws)
+    if _HINTS.search(joined) is None:
         return []
-    ends = list(accumulate(len(r) + 1 for r in raws))  # each result's end, its NUL included
+    ends = list(accumulate(map(len, raws)))  # each result's end
     out: list[int] = []
-    while found is not None:
-        k = bisect_right(ends, found.end() - 1)  # the item its last byte is in
-        if k >= len(raws):
-            break
+    at = 0
+    while True:
+        found = _HINTS.search(joined, at)
+        if found is None:
+            return out
+        k = bisect_right(ends, found.start())
         out.append(k)
-        found = _RAW_HINT.search(joined, ends[k])
-    return out
+        at = ends[k]  # on from the next result
 
 
 def failure_of(call: Any, rules: FailureRules = DEFAULT_FAILURES) -> str | None:
