@@ -31,13 +31,12 @@ from ._args import (
 from .calls import Batch, ToolCall
 from .checks._base import BaseCheck, user_checks
 from .checks.errors import errors_check
-from .checks.expected import ExpectedCheck, expected_check
-from .checks.expected.choices import ChoicesCheck
+from .checks.expected import expected_for
 from .checks.policy import policy_check
 from .checks.secrets import ToolNames, secrets_check
 from .errors import InputError
-from .failed import DEFAULT_FAILURES, FailureRules
-from .gold import calls_from_dicts, gold_choices, gold_from_dicts, load_gold
+from .failed import failures_of
+from .gold import calls_from_dicts, gold_from_dicts, load_gold
 from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
 from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
 from .redact import pii_redaction
@@ -129,18 +128,13 @@ def builtin_checks(
     ``tool_names``: the tool names the secrets checks of earlier traces scanned;
     ``weights``: the run's normalized weights, which pick the best alternative of a gold
     with alternative calls (None: the default weights)."""
-    choices = gold_choices(gold)
-    expected: BaseCheck
-    if choices is None:
-        expected = _expected_for(gold, rules, strict, keep_details, plan, score_only)
-    else:
-        expected = ChoicesCheck(
-            [_expected_for(g, rules, strict, keep_details, None, score_only) for g in choices],
-            weights,
-        )
+    expected = expected_for(
+        gold, rules, strict=strict, keep_details=keep_details, plan=plan,
+        score_only=score_only, weights=weights,
+    )  # fmt: skip
     checks: list[BaseCheck] = [
         expected,
-        errors_check(count_identical=not score_only, failures=_failures(rules)),
+        errors_check(count_identical=not score_only, failures=failures_of(rules)),
         secrets_check(tool_names=tool_names),
     ]
     if rules is not None and rules.has_forbidden:
@@ -150,38 +144,6 @@ def builtin_checks(
 
         checks.append(hard_rules_check(rules, gold, strict=strict))
     return checks
-
-
-def _expected_for(
-    gold: list[ToolCall],
-    rules: RuleSet | None,
-    strict: bool,
-    keep_details: bool,
-    plan: Any,
-    score_only: bool,
-) -> ExpectedCheck:
-    scored, view = gold, None
-    if rules is not None and rules.arguments is not None and rules.arguments.score:
-        from .hardrules.matching import score_view
-
-        scored, view = score_view(rules.arguments, gold)
-    return expected_check(
-        scored,
-        strict=strict,
-        keep_details=keep_details,
-        arg_view=view,
-        plan=plan if view is None else None,
-        trajectory=not score_only,
-        free=() if rules is None else rules.free,
-        failures=_failures(rules),
-    )
-
-
-def _failures(rules: RuleSet | None) -> FailureRules:
-    """What counts as a failed call under ``rules`` (the defaults when they say nothing)."""
-    if rules is None or rules.failures is None:
-        return DEFAULT_FAILURES
-    return rules.failures
 
 
 def pipeline_result(

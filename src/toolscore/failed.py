@@ -49,6 +49,7 @@ __all__ = [
     "FailureRules",
     "failure_of",
     "failure_rules",
+    "failures_of",
     "raw_candidates",
 ]
 
@@ -187,6 +188,13 @@ def raw_candidates(raws: Sequence[Any], rules: FailureRules) -> list[int]:
         k = bisect_right(ends, found.start())
         out.append(k)
         at = ends[k]  # on from the next result
+
+
+def failures_of(rules: Any) -> FailureRules:
+    """What counts as a failed call under a :class:`~toolscore.hardrules.spec.RuleSet` (or
+    None): its ``failures`` section, else the defaults."""
+    found = getattr(rules, "failures", None)
+    return DEFAULT_FAILURES if found is None else found
 
 
 def failure_of(call: Any, rules: FailureRules = DEFAULT_FAILURES) -> str | None:

@@ -164,9 +164,7 @@ class RuleSet:
     failures: FailureRules | None = None
     """What counts as a failed call (None: the defaults of :mod:`toolscore.failed`)."""
     free: tuple[str, ...] = ()
-    """Tools the gold does not judge (``fnmatch`` globs: ``["get_*", "think"]``): their
-    calls are neither expected nor extra, left out of selection, sequence, trajectory,
-    argument pairing and redundancy; a tool the gold names is judged all the same."""
+    """Globs of tools the gold does not judge (see ``expected_check``'s ``free``)."""
 
     @property
     def hard(self) -> bool:

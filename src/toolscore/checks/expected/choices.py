@@ -14,14 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...calls import Batch, Finding, ToolCall
+from ...failed import failures_of
+from ...gold import gold_choices
 from ...result import compute_score, normalize_weights
 from .._base import BaseCheck, State
-from .check import ExpectedCheck
+from .check import ExpectedCheck, expected_check
 
-__all__ = ["ChoicesCheck", "ChoicesState"]
+if TYPE_CHECKING:
+    from ...hardrules.spec import RuleSet
+
+__all__ = ["ChoicesCheck", "ChoicesState", "expected_for"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +97,51 @@ class ChoicesCheck(BaseCheck):
     def gold(self) -> list[ToolCall]:
         """The best concrete gold so far."""
         return self.checks[self.state().best()].gold
+
+
+def expected_for(
+    gold: list[ToolCall],
+    rules: RuleSet | None,
+    *,
+    strict: bool,
+    keep_details: bool,
+    plan: Any,
+    score_only: bool,
+    weights: Mapping[str, float] | None,
+) -> BaseCheck:
+    """The expected-calls check of ``gold`` under ``rules`` (argument modes opted into the
+    score, free tools, what counts as a failed call): an
+    :class:`~.check.ExpectedCheck`, or a :class:`ChoicesCheck` when the gold lists
+    alternative calls (``plan`` is then not reused). See
+    :func:`toolscore.api.builtin_checks` for the options."""
+    choices = gold_choices(gold)
+    if choices is None:
+        return _one(gold, rules, strict, keep_details, plan, score_only)
+    checks = [_one(g, rules, strict, keep_details, None, score_only) for g in choices]
+    return ChoicesCheck(checks, weights)
+
+
+def _one(
+    gold: list[ToolCall],
+    rules: RuleSet | None,
+    strict: bool,
+    keep_details: bool,
+    plan: Any,
+    score_only: bool,
+) -> ExpectedCheck:
+    scored, view = gold, None
+    if rules is not None and rules.arguments is not None and rules.arguments.score:
+        # here: the hard rules' modules stay out of a plain evaluation's start-up
+        from ...hardrules.matching import score_view
+
+        scored, view = score_view(rules.arguments, gold)
+    return expected_check(
+        scored,
+        strict=strict,
+        keep_details=keep_details,
+        arg_view=view,
+        plan=plan if view is None else None,
+        trajectory=not score_only,
+        free=() if rules is None else rules.free,
+        failures=failures_of(rules),
+    )
