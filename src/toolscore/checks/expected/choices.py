@@ -114,34 +114,26 @@ def expected_for(
     :class:`~.check.ExpectedCheck`, or a :class:`ChoicesCheck` when the gold lists
     alternative calls (``plan`` is then not reused). See
     :func:`toolscore.api.builtin_checks` for the options."""
+
+    def one(gold: list[ToolCall], plan: Any) -> ExpectedCheck:
+        scored, view = gold, None
+        if rules is not None and rules.arguments is not None and rules.arguments.score:
+            # here: the hard rules' modules stay out of a plain evaluation's start-up
+            from ...hardrules.matching import score_view
+
+            scored, view = score_view(rules.arguments, gold)
+        return expected_check(
+            scored,
+            strict=strict,
+            keep_details=keep_details,
+            arg_view=view,
+            plan=plan if view is None else None,
+            trajectory=not score_only,
+            free=() if rules is None else rules.free,
+            failures=failures_of(rules),
+        )
+
     choices = gold_choices(gold)
     if choices is None:
-        return _one(gold, rules, strict, keep_details, plan, score_only)
-    checks = [_one(g, rules, strict, keep_details, None, score_only) for g in choices]
-    return ChoicesCheck(checks, weights)
-
-
-def _one(
-    gold: list[ToolCall],
-    rules: RuleSet | None,
-    strict: bool,
-    keep_details: bool,
-    plan: Any,
-    score_only: bool,
-) -> ExpectedCheck:
-    scored, view = gold, None
-    if rules is not None and rules.arguments is not None and rules.arguments.score:
-        # here: the hard rules' modules stay out of a plain evaluation's start-up
-        from ...hardrules.matching import score_view
-
-        scored, view = score_view(rules.arguments, gold)
-    return expected_check(
-        scored,
-        strict=strict,
-        keep_details=keep_details,
-        arg_view=view,
-        plan=plan if view is None else None,
-        trajectory=not score_only,
-        free=() if rules is None else rules.free,
-        failures=failures_of(rules),
-    )
+        return one(gold, plan)
+    return ChoicesCheck([one(g, None) for g in choices], weights)
