@@ -68,15 +68,19 @@ def test_contains_and_one_of() -> None:
     assert not match_rule({"env": "staging"}, rules[2]["args"])
 
 
-def test_literals_stay_literal() -> None:
-    (rule,) = rules_from_json(
-        [{"tool": "t", "args": {"a": {"x": 1, "$regex": "y"}, "b": {"k": 1}, "c": "v"}}]
-    )
-    assert rule["args"] == {"a": {"x": 1, "$regex": "y"}, "b": {"k": 1}, "c": "v"}
-    assert match_rule({"a": {"x": 1, "$regex": "y"}, "b": {"k": 1}, "c": " v "}, rule["args"])
-    # operators apply at the top level only
+def test_literals_stay_literal_and_operators_apply_at_any_depth() -> None:
+    (rule,) = rules_from_json([{"tool": "t", "args": {"b": {"k": 1}, "c": "v"}}])
+    assert rule["args"] == {"b": {"k": 1}, "c": "v"}
+    assert match_rule({"b": {"k": 1}, "c": " v "}, rule["args"])
+    # operators apply at any depth (Toolscore: the top level only)
     (nested,) = rules_from_json([{"tool": "t", "args": {"a": {"b": {"$regex": "x"}}}}])
-    assert nested["args"]["a"] == {"b": {"$regex": "x"}}
+    assert match_rule({"a": {"b": "axe"}}, nested["args"])
+    assert not match_rule({"a": {"b": "no"}}, nested["args"])
+    # a literal object with $ keys is written with $literal; mixing is an error
+    (lit,) = rules_from_json([{"tool": "t", "args": {"a": {"$literal": {"x": 1, "$regex": "y"}}}}])
+    assert match_rule({"a": {"x": 1, "$regex": "y"}}, lit["args"])
+    with pytest.raises(RuleFileError, match=r"argument 'a'.*plain key 'x'.*\$literal"):
+        rules_from_json([{"tool": "t", "args": {"a": {"x": 1, "$regex": "y"}}}])
 
 
 def test_lenient_comparison() -> None:
@@ -136,7 +140,7 @@ def test_load_forbidden_rules(tmp_path: Path) -> None:
         (
             [{"tool": "t"}, {"tool": "t", "args": {"c": {"$regx": "rm"}}}],
             "forbidden rule 1 argument 'c': unknown operator '$regx' "
-            "(known: $regex, $contains, $one_of)",
+            "(known: $one_of, $any_of, $regex",
         ),
     ],
 )
@@ -155,8 +159,7 @@ def test_rule_errors(data: Any, problem: str) -> None:
         (
             '[\n {"tool": "a"},\n {"tool": "b", "args": {"c": {"$regx": "rm"}}}\n]',
             3,
-            "forbidden rule 1 argument 'c': unknown operator '$regx' (known: $regex, $contains, "
-            "$one_of) (at $[1].args.c)",
+            "forbidden rule 1 argument 'c': unknown operator '$regx' (known: $one_of, $any_of, ",
         ),
         (
             '[{"tool": "a"},\n{"tool": "b",\n "args": {"c": {"$regex": "x(?P<n"}}}]',

@@ -45,12 +45,18 @@ if _TYPE_CHECKING:
     from .integrations import from_pydantic_ai as from_pydantic_ai
     from .live import watch as watch
     from .matchers import ANY as ANY
+    from .matchers import AllOf as AllOf
     from .matchers import Approx as Approx
+    from .matchers import AtLeast as AtLeast
+    from .matchers import AtMost as AtMost
     from .matchers import Contains as Contains
     from .matchers import IsType as IsType
+    from .matchers import Loose as Loose
     from .matchers import Matcher as Matcher
     from .matchers import OneOf as OneOf
+    from .matchers import OptionalArg as OptionalArg
     from .matchers import Regex as Regex
+    from .matchers import Search as Search
     from .redact import redact_secrets as redact_secrets
     from .result import EvaluationResult as EvaluationResult
     from .rules import load_forbidden_rules as load_forbidden_rules
@@ -59,7 +65,10 @@ if _TYPE_CHECKING:
 
 __all__ = (
     "ANY",
+    "AllOf",
     "Approx",
+    "AtLeast",
+    "AtMost",
     "Batch",
     "Contains",
     "EvaluationResult",
@@ -70,11 +79,14 @@ __all__ = (
     "InputError",
     "IsType",
     "Location",
+    "Loose",
     "MalformedTrace",
     "Matcher",
     "OneOf",
+    "OptionalArg",
     "Regex",
     "RuleFileError",
+    "Search",
     "ToolCall",
     "ToolScoreAssertionError",
     "ToolscoreError",
@@ -144,6 +156,12 @@ _EXPORTS: dict[str, str] = {
     "from_pydantic_ai": ".integrations",
     "watch": ".live",
     "ANY": ".matchers",
+    "AllOf": ".matchers",
+    "AtLeast": ".matchers",
+    "AtMost": ".matchers",
+    "Loose": ".matchers",
+    "OptionalArg": ".matchers",
+    "Search": ".matchers",
     "Approx": ".matchers",
     "Contains": ".matchers",
     "IsType": ".matchers",

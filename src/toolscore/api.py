@@ -31,10 +31,11 @@ from ._args import (
 from .calls import Batch, ToolCall
 from .checks._base import BaseCheck, user_checks
 from .checks.errors import errors_check
-from .checks.expected import expected_check
+from .checks.expected import expected_for
 from .checks.policy import policy_check
 from .checks.secrets import ToolNames, secrets_check
 from .errors import InputError
+from .failed import failures_of
 from .gold import Gold, calls_from_dicts, gold_from_dicts, read_gold_file
 from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
 from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
@@ -124,28 +125,23 @@ def builtin_checks(
     plan: Any = None,
     score_only: bool = False,
     tool_names: ToolNames | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> list[BaseCheck]:
     """The built-in checks; ``plan``: an earlier expected-calls check's plan for the same gold
     and options, reused (unless hard rules put argument modes into the score);
     ``score_only``: only the score's metrics (see
     :meth:`~toolscore.checks.expected.state.ExpectedState.score_metrics`), the findings and
     the errors check's counts are read (no trajectory steps, no identical-call count);
-    ``tool_names``: the tool names the secrets checks of earlier traces scanned."""
-    scored, view = gold, None
-    if rules is not None and rules.arguments is not None and rules.arguments.score:
-        from .hardrules.matching import score_view
-
-        scored, view = score_view(rules.arguments, gold)
+    ``tool_names``: the tool names the secrets checks of earlier traces scanned;
+    ``weights``: the run's normalized weights, which pick the best alternative of a gold
+    with alternative calls (None: the default weights)."""
+    expected = expected_for(
+        gold, rules, strict=strict, keep_details=keep_details, plan=plan,
+        score_only=score_only, weights=weights,
+    )  # fmt: skip
     checks: list[BaseCheck] = [
-        expected_check(
-            scored,
-            strict=strict,
-            keep_details=keep_details,
-            arg_view=view,
-            plan=plan if view is None else None,
-            trajectory=not score_only,
-        ),
-        errors_check(count_identical=not score_only),
+        expected,
+        errors_check(count_identical=not score_only, failures=failures_of(rules)),
         secrets_check(tool_names=tool_names),
     ]
     if rules is not None and rules.has_forbidden:
@@ -203,7 +199,7 @@ def open_run(
     gold_calls = [] if gold is None else read_gold(gold)
     rules = read_rules(forbidden, rules, gold_calls)
     pipeline = Pipeline(
-        builtin_checks(gold_calls, rules, strict=strict, keep_details=keep_calls)
+        builtin_checks(gold_calls, rules, strict=strict, keep_details=keep_calls, weights=norm)
         + user_checks(checks),
         keep_calls=keep_calls,
         on_finding=on_finding,

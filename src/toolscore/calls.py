@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from string import Formatter
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from .failed import DEFAULT_FAILURES
+
 if TYPE_CHECKING:
     from .columns import Columns
     from .errors import InputError
@@ -78,14 +80,17 @@ class ToolCall:
 
     @property
     def is_error(self) -> bool:
-        """True when the call failed: ``metadata["is_error"] is True`` or a truthy ``error``."""
-        md = self.metadata
-        if not md:
-            return False
-        if md.get("is_error") is True:
-            return True
-        err = md.get("error")
-        return bool(err) and err is not False
+        """True when the call failed by the default rules of :mod:`toolscore.failed`:
+        ``metadata["is_error"] is True``, a truthy ``error``, or a result that says so
+        (an ``error`` in it, ``success: false``, a status >= 400, ``Error:``, a traceback)."""
+        return (
+            DEFAULT_FAILURES.of(
+                self.metadata.get("is_error") if self.metadata else None,
+                self.metadata.get("error") if self.metadata else None,
+                self.result,
+            )
+            is not None
+        )
 
     @property
     def error(self) -> str | None:

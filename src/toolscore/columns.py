@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._signature import Canonical, canonical_many
+from .failed import DEFAULT_FAILURES, FailureRules, failure_of
 from .records import call_json, json_safe, record_bytes, write_joined
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class Columns(ABC):
         """Where the arguments come from, for their canonical texts (see
         :data:`~toolscore._signature.Canonical`)."""
         self._sigs: list[bytes] | None = None
-        self._failed: list[int] | None = None
+        self._failed: tuple[FailureRules, list[tuple[int, str]]] | None = None
         self._by_tool: dict[str, list[int]] | None = None
         self._args_of: dict[str, list[Any]] = {}
 
@@ -131,16 +132,21 @@ class Columns(ABC):
             column = self._args_of[tool] = [args[i] for i in self.by_tool().get(tool, ())]
         return column
 
-    def failed(self) -> list[int]:
-        """The positions of the calls that failed (:attr:`ToolCall.is_error`), in order
-        (computed once)."""
-        if self._failed is None:
-            self._failed = self._find_failed()
-        return self._failed
+    def failures(self, rules: FailureRules = DEFAULT_FAILURES) -> list[tuple[int, str]]:
+        """The calls that failed, in order: ``(position, the rule that says so)`` (see
+        :mod:`toolscore.failed`; computed once for the same rules)."""
+        found = self._failed
+        if found is None or found[0] is not rules:
+            found = self._failed = (rules, self._find_failures(rules))
+        return found[1]
+
+    def failed(self, rules: FailureRules = DEFAULT_FAILURES) -> list[int]:
+        """The positions of the calls that failed (:meth:`failures`), in order."""
+        return [i for i, _ in self.failures(rules)]
 
     @abstractmethod
-    def _find_failed(self) -> list[int]:
-        """:meth:`failed`, computed."""
+    def _find_failures(self, rules: FailureRules) -> list[tuple[int, str]]:
+        """:meth:`failures`, computed."""
 
 
 class ListColumns(Columns):
@@ -179,8 +185,12 @@ class ListColumns(Columns):
     def location(self, i: int) -> Location | None:
         return self._calls[i].location
 
-    def _find_failed(self) -> list[int]:
-        return [i for i, c in enumerate(self._calls) if c.metadata and c.is_error]
+    def _find_failures(self, rules: FailureRules) -> list[tuple[int, str]]:
+        if not rules.reads_results:  # only the flags: a call without metadata succeeded
+            calls = [(i, c) for i, c in enumerate(self._calls) if c.metadata]
+        else:
+            calls = list(enumerate(self._calls))
+        return [(i, why) for i, c in calls if (why := failure_of(c, rules)) is not None]
 
     def error(self, i: int) -> str | None:
         return self._calls[i].error

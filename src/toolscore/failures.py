@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .matchers import compare_values
+from .matchers import OptionalArg, compare_values
 from .redact import redact_secrets
 from .sanitize import shown
 
@@ -95,6 +95,8 @@ def _args_details(expected: Any, actual: Any, strict: bool) -> list[str]:
     lines = []
     for key, want in expected.items():
         if key not in got:
+            if want.__class__ is OptionalArg:
+                continue
             lines.append(f"{shown(str(key))}: expected {_value(want)}, missing")
         elif not compare_values(want, got[key], strict):
             lines.append(f"{shown(str(key))}: expected {_value(want)}, got {_value(got[key])}")

@@ -1,8 +1,10 @@
 """Gold (expected) calls from a file or from dicts, and actual calls from dicts.
 
 :func:`load_gold` reads a gold file as Toolscore 1.10 does (a JSON array of calls, or an object
-whose ``calls`` is one; no ``$`` matcher syntax), but validates it: an item that is not a call
-object, has no ``tool`` string, or whose ``args`` is not an object (or null) is a
+whose ``calls`` is one), with what Toolscore lacks: ``$`` operators at any depth of an argument
+(:mod:`toolscore.operators`; Toolscore compared them as literals) and items listing alternative
+calls (``{"$one_of": [call, call]}``, :func:`gold_choices`). It validates it: an item that
+is not a call object, has no ``tool`` string, or whose ``args`` is not an object (or null) is a
 :class:`~toolscore.errors.GoldFileError` naming the file, the line and byte offset and the
 item's JSON path (Toolscore skipped such items silently, and ``[1, 2]`` scored as an empty
 gold). :func:`gold_from_dicts` and :func:`calls_from_dicts` are the in-memory path of
@@ -12,19 +14,25 @@ naming its index.
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .calls import ToolCall
 from .errors import GoldFileError, UsageError
 from .hardrules.spec import load_gold_rules
 from .jsonfile import read_json, with_position
+from .matchers import OneOf
+from .operators import OperatorError, args_from_json
 
 __all__ = [
     "Gold",
     "calls_from_dicts",
+    "gold_choices",
     "gold_from_dicts",
     "load_gold",
     "read_gold_file",
@@ -91,33 +99,102 @@ def _gold_calls(data: list[Any], name: str, at: tuple[str | int, ...]) -> list[T
 
     calls: list[ToolCall] = []
     for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise fail(
-                f"item {i} is not a call: expected {_CALL}, got a JSON {_json_type(item)} "
-                f"{_short(item)}",
-                (i,),
-            )
-        if "tool" not in item:
-            raise fail(f"item {i} has no 'tool': expected {_CALL}", (i,))
-        tool = item["tool"]
-        if not isinstance(tool, str) or not tool:
-            raise fail(
-                f"item {i}: 'tool' must be a non-empty string naming the tool, got a JSON "
-                f"{_json_type(tool)} {_short(tool)}",
-                (i, "tool"),
-            )
-        args = item.get("args")
-        if args is not None and not isinstance(args, dict):
-            raise fail(
-                f"item {i}: 'args' must be an object of argument names and values (or null: "
-                f"any arguments), got a JSON {_json_type(args)} {_short(args)}",
-                (i, "args"),
-            )
-        metadata: dict[str, Any] = {"side_effects": item.get("side_effects") or {}}
-        if "description" in item:
-            metadata["description"] = item["description"]
-        calls.append(ToolCall(tool=tool, args=args, metadata=metadata, index=len(calls)))
+        choices = alternatives_of(item)
+        if choices is None:
+            calls.append(_file_call(item, i, (i,), fail, len(calls)))
+            continue
+        where = (i, next(iter(item)))
+        if not isinstance(choices, list) or not choices:
+            raise fail(f"item {i}: alternatives must be a non-empty list of calls", where)
+        alts = [_file_call(c, i, (*where, j), fail, len(calls)) for j, c in enumerate(choices)]
+        calls.append(with_alternatives(alts))
     return calls
+
+
+def _file_call(item: Any, i: int, where: tuple[str | int, ...], fail: Any, index: int) -> ToolCall:
+    if not isinstance(item, dict):
+        raise fail(
+            f"item {i} is not a call: expected {_CALL}, got a JSON {_json_type(item)} "
+            f"{_short(item)}",
+            where,
+        )
+    if "tool" not in item:
+        raise fail(f"item {i} has no 'tool': expected {_CALL}", where)
+    tool = item["tool"]
+    if not isinstance(tool, str) or not tool:
+        raise fail(
+            f"item {i}: 'tool' must be a non-empty string naming the tool, got a JSON "
+            f"{_json_type(tool)} {_short(tool)}",
+            (*where, "tool"),
+        )
+    args = item.get("args")
+    if args is not None and not isinstance(args, dict):
+        raise fail(
+            f"item {i}: 'args' must be an object of argument names and values (or null: "
+            f"any arguments), got a JSON {_json_type(args)} {_short(args)}",
+            (*where, "args"),
+        )
+    try:
+        args = args_from_json(args)
+    except OperatorError as exc:
+        raise fail(f"item {i}: {exc.problem}", (*where, "args", *exc.json_path)) from None
+    metadata: dict[str, Any] = {"side_effects": item.get("side_effects") or {}}
+    if "description" in item:
+        metadata["description"] = item["description"]
+    return ToolCall(tool=tool, args=args, metadata=metadata, index=index)
+
+
+ALTERNATIVES = ("$one_of", "$any_of")
+"""The keys of a gold item that lists alternative calls: ``{"$one_of": [call, call]}``."""
+
+
+def alternatives_of(item: Any) -> Any:
+    """The alternatives a gold item lists (``{"$one_of": [...]}``, or a Python
+    :class:`~toolscore.matchers.OneOf` of call dicts), or None for a plain call."""
+    if isinstance(item, OneOf):
+        return list(item.values)
+    if isinstance(item, dict) and len(item) == 1:
+        key = next(iter(item))
+        if key in ALTERNATIVES:
+            return item[key]
+    return None
+
+
+def with_alternatives(alts: list[ToolCall]) -> ToolCall:
+    """One gold position that any of ``alts`` satisfies: the first alternative, carrying
+    all of them in ``metadata["alternatives"]`` (see :func:`gold_choices`)."""
+    first = alts[0]
+    if len(alts) == 1:
+        return first
+    metadata = {**first.metadata, "alternatives": tuple(alts)}
+    return ToolCall(tool=first.tool, args=first.args, metadata=metadata, index=first.index)
+
+
+MAX_GOLD_CHOICES = 256
+"""The most concrete golds a gold with alternatives may stand for (the product of its
+alternatives' counts): each is scored, and the best counts."""
+
+
+def gold_choices(gold: Sequence[ToolCall]) -> list[list[ToolCall]] | None:
+    """Every concrete gold a gold with alternatives stands for (one alternative chosen at
+    each position, the first choice first), or None when it has no alternatives.
+
+    Raises:
+        UsageError: more than :data:`MAX_GOLD_CHOICES` of them.
+    """
+    options = [call.metadata.get("alternatives") or (call,) for call in gold]
+    if all(len(o) == 1 for o in options):
+        return None
+    total = math.prod(len(o) for o in options)
+    if total > MAX_GOLD_CHOICES:
+        raise UsageError(
+            f"the gold's alternatives stand for {total} golds, more than "
+            f"{MAX_GOLD_CHOICES}: list fewer alternatives"
+        )
+    return [
+        [replace(call, index=i) for i, call in enumerate(choice)]
+        for choice in itertools.product(*options)
+    ]
 
 
 def side_effect_note(gold: Iterable[ToolCall], validated: Any = None) -> str | None:
@@ -193,6 +270,15 @@ def _from_dicts(items: Iterable[Any], start: int, gold: bool = False) -> list[To
         )
     calls: list[ToolCall] = []
     for i, item in enumerate(items):
+        choices = alternatives_of(item) if gold else None
+        if choices is not None:
+            if not isinstance(choices, list) or not choices:
+                raise UsageError(
+                    f"Item at index {start + i}: alternatives must be a non-empty list of calls"
+                )
+            alts = [_from_dicts([c], start + i, gold=True)[0] for c in choices]
+            calls.append(with_alternatives(alts))
+            continue
         if not isinstance(item, dict):
             raise UsageError(
                 f"Item at index {start + i} is not a dict: expected a call like "
@@ -214,10 +300,20 @@ def _from_dicts(items: Iterable[Any], start: int, gold: bool = False) -> list[To
                 f"Item at index {start + i}: 'args' must be a dict of argument names and "
                 f"values (or None: any arguments), got {type(item['args']).__name__}"
             )
+        args = item.get("args")
+        if gold:
+            try:
+                args = args_from_json(args)
+            except OperatorError as exc:
+                where = ".".join(map(str, exc.json_path))
+                raise UsageError(
+                    f"Item at index {start + i}: {exc.problem}"
+                    + (f" (at args.{where})" if where else "")
+                ) from None
         calls.append(
             ToolCall(
                 tool=tool,
-                args=item.get("args"),
+                args=args,
                 result=item.get("result"),
                 timestamp=item.get("timestamp"),
                 duration=item.get("duration"),

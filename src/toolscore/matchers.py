@@ -1,7 +1,9 @@
 """Argument matchers and the comparison Toolscore uses for expected and forbidden arguments.
 
 A matcher stands in for an expected value: ``{"q": Regex(r"weather.*")}``. ``compare_values``
-is the one comparison used by argument F1, the pairing and forbidden rules.
+is the one comparison used by argument F1, the pairing and forbidden rules. The ``$``
+operators of gold and rule files (:mod:`toolscore.operators`) build these same objects, so a
+matcher decides alike whichever way it was written.
 """
 
 from __future__ import annotations
@@ -13,14 +15,21 @@ from .patterns import PatternTimeout, UserPattern
 
 __all__ = [
     "ANY",
+    "AllOf",
     "Approx",
+    "AtLeast",
+    "AtMost",
     "Contains",
+    "Fields",
     "IsType",
+    "Loose",
     "Matcher",
     "OneOf",
+    "OptionalArg",
     "Regex",
     "Search",
     "compare_values",
+    "optional_misses",
 ]
 
 
@@ -195,8 +204,142 @@ class IsType(Matcher):
         return f"IsType({', '.join(t.__name__ for t in self.types)})"
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class AtLeast(Matcher):
+    """A number ``>= bound`` (``$gte``); bools and non-numbers never match."""
+
+    def __init__(self, bound: float) -> None:
+        self.bound = bound
+
+    def matches(self, value: object) -> bool:
+        return _is_number(value) and value >= self.bound  # type: ignore[operator]
+
+    def __repr__(self) -> str:
+        return f"AtLeast({self.bound!r})"
+
+
+class AtMost(Matcher):
+    """A number ``<= bound`` (``$lte``); bools and non-numbers never match."""
+
+    def __init__(self, bound: float) -> None:
+        self.bound = bound
+
+    def matches(self, value: object) -> bool:
+        return _is_number(value) and value <= self.bound  # type: ignore[operator]
+
+    def __repr__(self) -> str:
+        return f"AtMost({self.bound!r})"
+
+
+def loose_text(text: str) -> str:
+    """``text`` as :class:`Loose` compares it: case-folded, letters and digits only."""
+    return "".join(filter(str.isalnum, text.casefold()))
+
+
+class Loose(Matcher):
+    """A string equal to ``text`` once both ignore case, whitespace and punctuation (only
+    letters and digits are compared, case-folded: ``"New-York "`` matches ``"new york"``).
+    Non-strings never match. Linear in the string's length."""
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise ValueError(f"$loose needs a string, got {text!r}")
+        self.text = text
+        self._key = loose_text(text)
+
+    def matches(self, value: object) -> bool:
+        return isinstance(value, str) and loose_text(value) == self._key
+
+    def __repr__(self) -> str:
+        return f"Loose({self.text!r})"
+
+
+class AllOf(Matcher):
+    """Every one of ``matchers`` matches (several operators in one JSON object:
+    ``{"$gte": 1, "$lte": 5}``)."""
+
+    def __init__(self, *matchers: object) -> None:
+        self.matchers = matchers
+
+    def matches(self, value: object) -> bool:
+        return all(m == value for m in self.matchers)
+
+    def __repr__(self) -> str:
+        return f"AllOf({', '.join(repr(m) for m in self.matchers)})"
+
+
+class OptionalArg(Matcher):
+    """An argument (or a key of a dict argument) that may be left out: absent is fine;
+    given, it must match ``value`` (a plain value or a matcher). JSON: ``{"$optional": v}``.
+
+    An absent optional argument counts as a matched one in argument precision and recall.
+    """
+
+    def __init__(self, value: object = ANY) -> None:
+        self.value = value
+
+    def matches(self, value: object) -> bool:
+        return compare_values(self.value, value)
+
+    def matches_strictly(self, value: object) -> bool:
+        return compare_values(self.value, value, strict=True)
+
+    def __repr__(self) -> str:
+        return f"OptionalArg({self.value!r})"
+
+
+class Fields(Matcher):
+    """A dict with the keys of ``spec`` and no other, each value matching (``==``, so a
+    matcher inside is honoured), where a key whose value is an :class:`OptionalArg` may be
+    absent. Gold loading wraps every nested dict that has optional keys in one, so they
+    work at any depth; a plain dict needs none."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+
+    def _match(self, value: object, strict: bool) -> bool:
+        if not isinstance(value, dict):
+            return False
+        spec = self.spec
+        if any(k not in spec for k in value):
+            return False
+        for key, want in spec.items():
+            if key not in value:
+                if want.__class__ is not OptionalArg:
+                    return False
+            elif strict:
+                if not _strict_equal(want, value[key]):
+                    return False
+            elif not want == value[key]:
+                return False
+        return True
+
+    def matches(self, value: object) -> bool:
+        return self._match(value, False)
+
+    def matches_strictly(self, value: object) -> bool:
+        return self._match(value, True)
+
+    def __repr__(self) -> str:
+        return f"Fields({self.spec!r})"
+
+
+def optional_misses(expected: Any, actual: Any) -> int:
+    """How many optional arguments of ``expected`` (a gold call's args) ``actual`` leaves
+    out: each counts as a matched argument (0 for args without :class:`OptionalArg`)."""
+    if not isinstance(expected, dict):
+        return 0
+    got = actual if isinstance(actual, dict) else {}
+    return sum(1 for k, v in expected.items() if v.__class__ is OptionalArg and k not in got)
+
+
 def _strict_equal(expected: Any, actual: Any) -> bool:
     if isinstance(expected, Matcher):
+        if isinstance(expected, (Fields, OptionalArg)):
+            return expected.matches_strictly(actual)
         return expected.matches(actual)
     if type(expected) is not type(actual):
         return False

@@ -6,12 +6,14 @@ compares equal with :func:`~toolscore.matchers.compare_values` (lenient; values 
 matchers). A rule without ``args`` (or with ``{}``) forbids every call to the tool. Only the
 first matching rule of a call is recorded.
 
-In JSON, a top-level argument value that is a one-key dict ``{"$regex": pattern}``,
-``{"$contains": item}`` or ``{"$one_of": [values]}`` becomes a matcher; anything else is
-compared as a literal. Deliberate difference from Toolscore: a one-key dict whose key starts
-with ``$`` but is no known operator (``{"$regx": "rm"}``) is an error rather than a literal
-that silently never matches, and every problem is a :class:`~toolscore.errors.RuleFileError`
-naming the rule's 0-based index. Multi-key dicts stay literal, as in Toolscore.
+In JSON, an argument value written with ``$`` operators (``{"$regex": pattern}``,
+``{"$contains": item}``, ``{"$one_of": [values]}`` and the rest of
+:data:`toolscore.operators.OPERATORS`, at any depth) becomes a matcher, the same one a gold
+file builds; anything else is compared as a literal. Deliberate differences from Toolscore:
+an object whose key starts with ``$`` but is no known operator (``{"$regx": "rm"}``) is an
+error rather than a literal that silently never matches; several operators in one object
+must all match (Toolscore compared a multi-key object as a literal); every problem is a
+:class:`~toolscore.errors.RuleFileError` naming the rule's 0-based index.
 """
 
 from __future__ import annotations
@@ -27,15 +29,16 @@ from .errors import RuleFileError
 from .jsonfile import read_json, with_position
 from .matchers import (
     Contains,
-    Matcher,
     OneOf,
+    OptionalArg,
     Regex,
     Search,
     all_strings,
     compare_values,
     lenient_str_misses,
 )
-from .patterns import PatternError, PatternTimeout
+from .operators import OPERATORS, OperatorError, args_from_json
+from .patterns import PatternTimeout
 
 __all__ = [
     "OPERATORS",
@@ -53,7 +56,6 @@ __all__ = [
 Rule = dict[str, Any]
 """A validated rule: ``{"tool": str, "args": dict | None, "reason": Any}``."""
 
-OPERATORS = ("$regex", "$contains", "$one_of")
 _DEFAULT = "<rules>"
 
 
@@ -116,45 +118,18 @@ def rules_from_python(rules: Iterable[Any], path: str = _DEFAULT) -> list[Rule]:
     return out
 
 
-def _operator(i: int, key: str, op: str, operand: Any, path: str) -> Matcher:
-    where = f"forbidden rule {i} argument {key!r}"
-    at = (i, "args", key, op)
-    if op == "$regex":
-        if not isinstance(operand, str):
-            raise _fail(path, f"{where}: $regex needs a pattern string, got {operand!r}", at)
-        try:
-            return Search(operand)
-        except PatternError as exc:
-            what = "unsupported" if exc.refused else "invalid"
-            raise _fail(path, f"{where}: {what} $regex pattern {operand!r}: {exc}", at) from exc
-    if op == "$contains":
-        return Contains(operand)
-    if not isinstance(operand, list):
-        raise _fail(path, f"{where}: $one_of needs a list, got {operand!r}", at)
-    return OneOf(*operand)
-
-
-def _convert_args(i: int, args: Mapping[str, Any], path: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in args.items():
-        if isinstance(value, dict) and len(value) == 1:
-            ((op, operand),) = value.items()
-            if op in OPERATORS:
-                value = _operator(i, key, op, operand, path)
-            elif isinstance(op, str) and op.startswith("$"):
-                raise _fail(
-                    path,
-                    f"forbidden rule {i} argument {key!r}: unknown operator {op!r} "
-                    f"(known: {', '.join(OPERATORS)})",
-                    (i, "args", key),
-                )
-        out[key] = value
-    return out
+def _convert_args(i: int, args: Mapping[str, Any], path: str) -> Any:
+    try:
+        return args_from_json(dict(args))
+    except OperatorError as exc:
+        where = exc.json_path
+        key = f" argument {where[0]!r}" if where else ""
+        raise _fail(path, f"forbidden rule {i}{key}: {exc.problem}", (i, "args", *where)) from exc
 
 
 def rules_from_json(data: Any, path: str = _DEFAULT) -> list[Rule]:
-    """Convert already-parsed JSON rules, turning ``$regex``/``$contains``/``$one_of`` into
-    matchers (top-level argument values only).
+    """Convert already-parsed JSON rules, turning ``$`` operators into matchers (at any
+    depth of an argument).
 
     Args:
         data: the parsed JSON (a list of rule objects).
@@ -277,7 +252,7 @@ class CompiledRule:
     def __init__(self, rule_args: Mapping[str, Any] | None) -> None:
         self.args = rule_args
         self._tests = [
-            (key, *_value_test(expected), _shortcut(expected))
+            (key, *_value_test(expected), _shortcut(expected), expected.__class__ is OptionalArg)
             for key, expected in (rule_args or {}).items()
         ]
 
@@ -294,7 +269,7 @@ class CompiledRule:
         if list(map(type, column)).count(dict) != len(column):
             positions = [i for i, a in enumerate(column) if isinstance(a, Mapping)]
             rows = [column[i] for i in positions]
-        for key, test, bounded, shortcut in self._tests:
+        for key, test, bounded, shortcut, optional in self._tests:
             if not rows:
                 return []
             if positions is None:
@@ -305,6 +280,8 @@ class CompiledRule:
                 return []
             if bounded:
                 kept = _kept_bounded(test, values, positions, timeouts)
+            elif optional:  # absent is fine
+                kept = [j for j, v in enumerate(values) if v is _MISSING or test(v)]
             else:
                 kept = [j for j, v in enumerate(values) if v is not _MISSING and test(v)]
             if len(kept) != len(rows):

@@ -1,8 +1,9 @@
 """Failed calls, retries of a failure, and identical calls (Toolscore §3.6).
 
-The check reads ``batch.done``: calls in index order whose failure flag (``call.is_error``)
-is final. State is the previous call's signature and failure flag, a few counters, a
-``Counter`` of failed tool names and a :class:`~toolscore._distinct.DistinctCounter` of the
+The check reads ``batch.done``: calls in index order whose failure is final (decided by the
+rules of :mod:`toolscore.failed`). State is the previous call's signature and failure flag, a
+few counters, a ``Counter`` of failed tool names and a
+:class:`~toolscore._distinct.DistinctCounter` of the
 signatures' fingerprints for ``identical_count`` (bounded memory: 8 bytes a call in a buffer
 that spills to disk every 32,768 calls).
 
@@ -19,6 +20,7 @@ from typing import Any
 from .._distinct import DistinctCounter, DistinctSet
 from ..calls import Batch, Finding, Location, Severity
 from ..capped import join_capped
+from ..failed import DEFAULT_FAILURES, FailureRules
 from ..redact import redact_each
 from ._base import BaseCheck, State
 
@@ -39,8 +41,23 @@ _FAILED_BECAUSE = "call {call} {tool} failed: {detail}"
 _RETRY = "call {call} {tool} repeats failed call {previous} with the same arguments"
 
 
-def _failed(tool: str, error: str | None, location: Location | None, i: int) -> Finding:
-    """A failed call's finding; ``error`` is its message, redacted already."""
+_TOOLSCORE_RULES = ("is_error", "error")
+"""The failure rules Toolscore had: their findings read as before, without the rule."""
+
+
+def _template(error: str | None, rule: str) -> str:
+    if rule in _TOOLSCORE_RULES:
+        return _FAILED_BECAUSE if error else _FAILED
+    named = rule.replace("{", "{{").replace("}", "}}")  # the rule id is text, not a field
+    return f"call {{call}} {{tool}} failed ({named})" + (": {detail}" if error else "")
+
+
+def _failed(
+    tool: str, error: str | None, location: Location | None, i: int, rule: str = "is_error"
+) -> Finding:
+    """A failed call's finding; ``error`` is its message, redacted already; ``rule``: the
+    rule of :mod:`toolscore.failed` that made it a failure (named in the message unless it
+    is Toolscore's ``is_error`` or ``error``)."""
     return Finding(
         "errors",
         "failed_call",
@@ -50,7 +67,7 @@ def _failed(tool: str, error: str | None, location: Location | None, i: int) -> 
         tool,
         location,
         detail=_short(error) if error else None,
-        template=_FAILED_BECAUSE if error else _FAILED,
+        template=_template(error, rule),
     )
 
 
@@ -162,7 +179,11 @@ class ErrorsCheck(BaseCheck):
     name = "errors"
     mergeable = True
 
-    def __init__(self, count_identical: bool = True) -> None:
+    def __init__(
+        self, count_identical: bool = True, failures: FailureRules = DEFAULT_FAILURES
+    ) -> None:
+        self.failures = failures
+        """What counts as a failed call (:mod:`toolscore.failed`)."""
         self.total_calls = 0
         self.error_count = 0
         self.retry_after_error_count = 0
@@ -185,7 +206,8 @@ class ErrorsCheck(BaseCheck):
         sigs = cols.sigs()
         if self._seen is not None:
             self._seen.update(map(hash, zip(tools, sigs, strict=True)))  # _signature.fingerprint
-        failed = cols.failed()
+        why = cols.failures(self.failures)
+        failed = [f for f, _ in why]
         # a retry: the call right after a failed one, with the same tool and arguments
         retries: list[int] = []
         if self._prev_failed and tools[0] == self._prev_tool and sigs[0] == self._prev_sig:
@@ -220,7 +242,7 @@ class ErrorsCheck(BaseCheck):
                 findings.append(_retry(tools[pos], cols.location(pos), i))
             else:
                 error = next(clean) if errors[k] else None
-                findings.append(_failed(tools[pos], error, cols.location(pos), i))
+                findings.append(_failed(tools[pos], error, cols.location(pos), i, why[k][1]))
         return findings
 
     def state(self) -> ErrorsState:
@@ -273,8 +295,10 @@ class ErrorsCheck(BaseCheck):
         return self.state().metrics()
 
 
-def errors_check(count_identical: bool = True) -> ErrorsCheck:
+def errors_check(
+    count_identical: bool = True, failures: FailureRules = DEFAULT_FAILURES
+) -> ErrorsCheck:
     """A fresh failures-and-retries check (``count_identical=False``: without the
     identical-call count, for readers of :attr:`~ErrorsCheck.failed_tools` and the findings
-    only, such as a dataset's records)."""
-    return ErrorsCheck(count_identical)
+    only, such as a dataset's records; ``failures``: what counts as a failed call)."""
+    return ErrorsCheck(count_identical, failures)

@@ -110,9 +110,12 @@ class HardRulesCheck(BaseCheck):
         self._reasons[rules.allow_id] = rules.allow_reason
         self.gold = list(gold)
         self._modes = rules.match
-        self._gold_by_tool: dict[str, list[int]] = {}
+        self._gold_by_tool: dict[str, list[tuple[int, Any]]] = {}
+        """Per tool, the expected calls (position, args) it can satisfy: a position whose
+        gold item lists alternatives is satisfied by any of them."""
         for g, call in enumerate(self.gold):
-            self._gold_by_tool.setdefault(call.tool, []).append(g)
+            for alt in call.metadata.get("alternatives") or (call,):
+                self._gold_by_tool.setdefault(alt.tool, []).append((g, alt.args))
         self.seq, self.flow = self._start(part)
         self.end: tuple[Violation, ...] = ()
         """The violations found at the end of the trace (``min`` counts, match modes)."""
@@ -271,15 +274,14 @@ class HardRulesCheck(BaseCheck):
         """For each call, the expected calls it matches (bit g: expected call g)."""
         by_tool = self._gold_by_tool
         masks = [0] * cols.n
-        gold = self.gold
         for tool, positions in groups.items():
             if tool not in by_tool:
                 continue
             column = cols.args_of(tool)
             mode, per_arg = call_modes(self.rules.arguments, tool)
-            for g in by_tool[tool]:
+            for g, args in by_tool[tool]:
                 bit = 1 << g
-                ok = column_match(gold[g].args, column, mode, per_arg, self.strict)
+                ok = column_match(args, column, mode, per_arg, self.strict)
                 for j in compress(range(len(positions)), ok):
                     masks[positions[j]] |= bit
         return masks

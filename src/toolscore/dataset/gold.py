@@ -29,7 +29,7 @@ import msgspec
 import orjson
 
 from ..calls import ToolCall
-from ..errors import GoldFileError, RuleFileError
+from ..errors import GoldFileError, RuleFileError, UsageError
 from ..gold import Gold, gold_from_dicts, read_gold_file
 from ..hardrules.spec import gold_rule_spec, ruleset_from_json
 from .inputs import is_url, list_inputs, open_input
@@ -190,6 +190,8 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
                         f"{gold}:{lineno}: not a gold line ({{{key!r}: ..., 'expected': [...]}})"
                     )
                 continue
+            if b'"$' in raw:  # operators or alternatives: an unknown one is an input error
+                _check_operators(gold, lineno, calls)
             try:  # a trial's own rules, checked here: a bad one is this line's problem
                 rules = gold_rule_spec(obj, f"{gold}:{lineno}")
                 if rules is not None:
@@ -222,6 +224,15 @@ def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
         storage_options=options,
         body_bytes=body_bytes,
     )
+
+
+def _check_operators(gold: str, lineno: int, calls: list[Any]) -> None:
+    """Raises GoldFileError naming the file and line when a gold line's ``$`` operators or
+    alternatives are wrong (an unknown operator, a bad operand)."""
+    try:
+        gold_from_dicts(calls)
+    except UsageError as exc:
+        raise GoldFileError(gold, str(exc), line=lineno) from None
 
 
 class GoldLookup:

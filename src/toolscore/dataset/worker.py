@@ -368,6 +368,7 @@ class Scorer:
             plan=plan,
             score_only=light,
             tool_names=self._tool_names,
+            weights=self.weights,
         )
         if plan is None:
             self._gold, self._plan = gold, getattr(checks[0], "plan", None)

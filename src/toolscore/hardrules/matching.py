@@ -30,7 +30,7 @@ from itertools import compress
 from typing import Any
 
 from ..calls import ToolCall
-from ..matchers import all_strings, compare_values, lenient_str_misses
+from ..matchers import OptionalArg, all_strings, compare_values, lenient_str_misses
 from .spec import ArgMode, ArgumentModes, MatchMode
 
 __all__ = [
@@ -106,6 +106,9 @@ def args_match(
         got = {k: v for k, v in got.items() if per_arg.get(k) != "ignore"}
     else:
         want = dict(expected)
+    optional = [k for k, v in want.items() if v.__class__ is OptionalArg and k not in got]
+    if optional:  # an optional argument left out: as if it were not expected
+        want = {k: v for k, v in want.items() if k not in optional}
     if mode == "exact":
         if want.keys() != got.keys():
             return False
@@ -138,6 +141,7 @@ def column_match(
     if (
         per_arg
         or mode == "superset"
+        or any(v.__class__ is OptionalArg for v in expected.values())
         or not (expected.__class__ is dict or isinstance(expected, Mapping))
         or list(map(type, column)).count(dict) != n
     ):

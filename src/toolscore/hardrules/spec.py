@@ -13,14 +13,17 @@ A rule file is either a plain JSON list of forbidden rules (as before) or an obj
                     "args": {"path": {"$regex": "\\\\.ssh/|\\\\.env$"}}}]},
       "match": ["strict", "superset"],
       "arguments": {"mode": "exact", "tools": {"search": "subset",
-                    "fetch": {"args": {"headers": "ignore"}}}, "score": false}
+                    "fetch": {"args": {"headers": "ignore"}}}, "score": false},
+      "free": ["get_*", "think"],
+      "failures": {"remove": ["result.traceback"], "add": [{"id": "timeout",
+                   "match": {"$regex": "timed out"}}]}
     }
 
 Every key is optional; an unknown key is an error naming the known ones. Each hard rule has an
 id (``order[0]``, ``counts[1]``, ``allow``, ``max_calls``, ``schema:TOOL``, ``data_flow[0]``,
 ``match:strict``), or the ``"id"`` the file gives it, which its findings carry. A gold file
-that is an object may hold the same keys under ``"rules"`` (and ``"match"``/``"arguments"``
-at its top level); :func:`combine` joins the two.
+that is an object may hold the same keys under ``"rules"`` (and ``"match"``/``"arguments"``/
+``"free"`` at its top level); :func:`combine` joins the two.
 
 Python takes the same shapes (``evaluate(..., rules={...})``), with matchers where JSON has
 ``$`` operators.
@@ -36,6 +39,7 @@ from itertools import pairwise
 from typing import Any, Literal, cast
 
 from ..errors import RuleFileError
+from ..failed import FailureRules, failure_rules
 from ..jsonfile import read_json, with_position
 from ..rules import Rule, rules_from_json, rules_from_python
 
@@ -71,6 +75,8 @@ KEYS = (
     "data_flow",
     "match",
     "arguments",
+    "free",
+    "failures",
 )
 _DEFAULT = "<rules>"
 
@@ -156,6 +162,10 @@ class RuleSet:
     arguments: ArgumentModes | None = None
     has_forbidden: bool = False
     """A forbidden list was given (even empty): the policy check runs."""
+    failures: FailureRules | None = None
+    """What counts as a failed call (None: the defaults of :mod:`toolscore.failed`)."""
+    free: tuple[str, ...] = ()
+    """Globs of tools the gold does not judge (see ``expected_check``'s ``free``)."""
 
     @property
     def hard(self) -> bool:
@@ -474,6 +484,10 @@ def _hard(out: RuleSet, data: Mapping[str, Any], path: str, python: bool) -> Rul
         out = replace(out, match=_match(data["match"], path))
     if data.get("arguments") is not None:
         out = replace(out, arguments=_arguments(data["arguments"], path))
+    if data.get("failures") is not None:
+        out = replace(out, failures=failure_rules(data["failures"], path))
+    if data.get("free") is not None:
+        out = replace(out, free=tuple(dict.fromkeys(_tools(data["free"], "free", path))))
     return out
 
 
@@ -529,7 +543,7 @@ def gold_rule_spec(data: Any, name: str) -> dict[str, Any] | None:
                 name, f"the gold file's 'rules' must be an object, got {_short(inner)}"
             )
         spec.update(inner)
-    for key in ("match", "arguments"):
+    for key in ("match", "arguments", "free"):
         if key in data:
             spec[key] = data[key]
     return spec or None
@@ -589,6 +603,8 @@ def combine(first: RuleSet | None, second: RuleSet | None) -> RuleSet | None:
         match=first.match + tuple(m for m in second.match if m not in first.match),
         arguments=second.arguments if second.arguments is not None else first.arguments,
         has_forbidden=first.has_forbidden or second.has_forbidden,
+        free=first.free + tuple(t for t in second.free if t not in first.free),
+        failures=second.failures if second.failures is not None else first.failures,
     )
     _unique_ids(out, "<rules>")
     return out

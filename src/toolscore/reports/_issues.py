@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..matchers import compare_values
+from ..matchers import OptionalArg, compare_values
 from ..redact import redact_secrets, redact_value
 from . import section
 
@@ -59,7 +59,11 @@ def arg_lines(expected: Any, actual: Any) -> list[str]:
     for key in sorted(set(expected) & set(actual), key=str):
         if not compare_values(expected[key], actual[key]):
             lines.append(f"{key}: {_short(expected[key])} != {_short(actual[key])}")
-    lines.extend(f"missing: {key}" for key in sorted(set(expected) - set(actual), key=str))
+    lines.extend(
+        f"missing: {key}"
+        for key in sorted(set(expected) - set(actual), key=str)
+        if expected[key].__class__ is not OptionalArg
+    )
     lines.extend(f"unexpected: {key}" for key in sorted(set(actual) - set(expected), key=str))
     return lines
 

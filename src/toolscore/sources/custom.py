@@ -31,6 +31,7 @@ import msgspec
 
 from ..calls import Batch, Location, ToolCall
 from ..columns import Columns
+from ..failed import FailureRules, raw_candidates
 from ..limits import MARGIN, MAX_DEPTH, bounded_depth, decode_limit_exact
 from ..records import CallRecord
 from ._base import Dialect
@@ -491,15 +492,27 @@ class CustomBlock(Columns):
             return self._location
         return Location(self.source, self.first_line + i)
 
-    def _find_failed(self) -> list[int]:
-        # a call failed when its flag is True or its error is truthy (UNSET is falsy, as
-        # False is): the truthy ones found by compress (in C); the flags that are truthy
-        # but not True (a 1, a string) are left out one by one, and there are few
+    def _find_failures(self, rules: FailureRules) -> list[tuple[int, str]]:
+        # the candidates found in C: a flag or an error that is truthy (UNSET is falsy, as
+        # False is), and a raw result holding what a result rule looks for (a joined search
+        # first: usually none does); each candidate is then decided by the rules
         positions = range(self.n)
         flags = list(map(_get_is_error, self._items))
-        failed = set(compress(positions, self._raw_errors()))
-        failed.update(i for i in compress(positions, flags) if flags[i] is True)
-        return sorted(failed)
+        errors = self._raw_errors()
+        maybe = set(compress(positions, errors))
+        maybe.update(compress(positions, flags))
+        raws: list[Any] = []
+        if rules.reads_results:
+            raws = list(map(_get_result, self._items))
+            maybe.update(raw_candidates(raws, rules))
+        out: list[tuple[int, str]] = []
+        for i in sorted(maybe):
+            error = errors[i]
+            result = msgspec.json.decode(raws[i]) if raws else None
+            why = rules.of(flags[i], None if error is _UNSET else error, result)
+            if why is not None:
+                out.append((i, why))
+        return out
 
     def error(self, i: int) -> str | None:
         err = self._items[i].error

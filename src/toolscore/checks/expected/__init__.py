@@ -28,6 +28,7 @@ Differences from Toolscore, all deliberate:
 """
 
 from .check import ExpectedCheck, expected_check
+from .choices import ChoicesCheck, ChoicesState, expected_for
 from .sequence import (
     BIT_PARALLEL_MIN_GOLD,
     BitParallelDistance,
@@ -40,9 +41,12 @@ __all__ = [
     "BIT_PARALLEL_MIN_GOLD",
     "MAX_TAIL_DETAILS",
     "BitParallelDistance",
+    "ChoicesCheck",
+    "ChoicesState",
     "ColumnDistance",
     "ExpectedCheck",
     "ExpectedState",
     "distance_tracker",
     "expected_check",
+    "expected_for",
 ]

@@ -9,11 +9,14 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from fnmatch import fnmatchcase
+from itertools import compress
 from typing import Any
 
 from ..._exact import SUM_CHUNK
 from ...calls import Batch, Finding, ToolCall
-from ...columns import Columns
+from ...columns import Columns, ListColumns
+from ...failed import DEFAULT_FAILURES, FailureRules
 from .._base import BaseCheck
 from .approx import ApproxRecorder
 from .gold_order import neg_weight
@@ -46,7 +49,11 @@ class ExpectedCheck(BaseCheck):
         approx_candidates: int | None = None,
         plan: ExpectedPlan | None = None,
         trajectory: bool = True,
+        free: Sequence[str] = (),
+        failures: FailureRules = DEFAULT_FAILURES,
     ) -> None:
+        self._failures = failures
+        """What counts as a failed call (required-call recall counts successful ones)."""
         self.plan = (
             plan
             if plan is not None
@@ -89,6 +96,9 @@ class ExpectedCheck(BaseCheck):
         """Costs given to :attr:`_cost_by_tool` since its adders last took them in."""
         self._part: IdLog | None = None
         self._head: list[tuple[str, Any]] = []
+        self._free = tuple(free)
+        """Globs of the tools the gold does not judge (see :meth:`_judged`)."""
+        self._is_free: dict[str, bool] = {}
         self._trajectory = trajectory
         """Compare the first calls with the gold's step by step (``trajectory_metrics``);
         off, the state's steps are empty (for :meth:`~.state.ExpectedState.score_metrics`)."""
@@ -105,10 +115,32 @@ class ExpectedCheck(BaseCheck):
     def feed(self, batch: Batch) -> list[Finding]:
         """Account for ``batch.calls`` (names and args) and ``batch.done`` (results)."""
         if batch.n_calls:
-            self._feed_calls(batch.columns())
+            cols = batch.columns()
+            judged = self._judged(cols) if self._free else cols
+            if judged is not None:
+                self._feed_calls(judged)
         if batch.n_done:
             self._feed_done(batch.done_columns())
         return []
+
+    def _judged(self, cols: Columns) -> Columns | None:
+        """The batch's calls the gold judges: without the calls of free tools (a glob of
+        ``free`` names them and the gold does not), None when none is left."""
+        is_free = self._is_free
+        flags: list[bool] = []
+        for tool in cols.tools:
+            free = is_free.get(tool)
+            if free is None:
+                free = is_free[tool] = tool not in self.plan.gold_counts and any(
+                    fnmatchcase(tool, glob) for glob in self._free
+                )
+            flags.append(free)
+        if not any(flags):
+            return cols
+        if all(flags):
+            return None
+        kept = list(compress(cols.calls(), (not f for f in flags)))
+        return ListColumns(kept, "json" if cols.json_values else "any")
 
     def _feed_calls(self, cols: Columns) -> None:
         tools = cols.tools
@@ -187,7 +219,7 @@ class ExpectedCheck(BaseCheck):
                     continue
                 # after every kept candidate of weight >= w (they all come earlier)
                 i = bisect.bisect_right(cands, -w, key=neg_weight)
-                cands.insert(i, (w, pos + where[j], arg_count(targs[j])))
+                cands.insert(i, (w, pos + where[j], arg_count(targs[j], group.optional)))
                 if len(cands) > k:
                     cands.pop()
             if len(cands) >= k and cands[-1][0] >= top:
@@ -199,7 +231,7 @@ class ExpectedCheck(BaseCheck):
         if any(needed.values()):
             tools = cols.tools
             ok = Counter(tools)
-            ok.subtract(tools[i] for i in cols.failed())
+            ok.subtract(tools[i] for i in cols.failed(self._failures))
             for tool, left in needed.items():
                 if left:
                     needed[tool] = max(0, left - ok[tool])
@@ -291,6 +323,8 @@ def expected_check(
     approx_candidates: int | None = None,
     plan: ExpectedPlan | None = None,
     trajectory: bool = True,
+    free: Sequence[str] = (),
+    failures: FailureRules = DEFAULT_FAILURES,
 ) -> ExpectedCheck:
     """The expected-calls check for ``gold``.
 
@@ -311,6 +345,9 @@ def expected_check(
             (immutable; shared by the trials of a task in a dataset run), instead of a new one.
         trajectory: compare the first calls with the gold's step by step; ``False`` when only
             :meth:`~.state.ExpectedState.score_metrics` is read (a dataset's records).
+        free: globs of the tools the gold does not judge: their calls are left out of every
+            metric but latency and cost (a tool the gold names is judged all the same).
+        failures: what counts as a failed call (:mod:`toolscore.failed`).
     """
     return ExpectedCheck(
         gold,
@@ -321,4 +358,6 @@ def expected_check(
         approx_candidates=approx_candidates,
         plan=plan,
         trajectory=trajectory,
+        free=free,
+        failures=failures,
     )

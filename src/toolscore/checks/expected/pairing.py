@@ -34,7 +34,7 @@ from operator import add
 from typing import Any, NamedTuple
 
 from ...calls import ToolCall
-from ...matchers import compare_values, lenient_str_misses
+from ...matchers import OptionalArg, compare_values, lenient_str_misses
 from .gold_order import first_in_gold_order, rank
 
 __all__ = [
@@ -73,7 +73,12 @@ def freeze(value: Any) -> Any:
     raise TypeError
 
 
-def arg_count(args: Any) -> int:
+def arg_count(args: Any, optional: tuple[str, ...] = ()) -> int:
+    """How many arguments a trace call has; plus, for a gold call whose ``optional`` keys it
+    leaves out, those (each counts as a matched argument)."""
+    if optional:
+        have = args if isinstance(args, dict) else NO_ARGS
+        return arg_count(args) + sum(1 for k in optional if k not in have)
     if not args:
         return 0
     try:
@@ -92,6 +97,9 @@ class GoldGroup(NamedTuple):
     """How many candidates to keep: the tool's number of gold calls."""
     members: tuple[int, ...]
     """Gold positions in this group."""
+    optional: tuple[str, ...] = ()
+    """The gold keys that may be absent (:class:`~toolscore.matchers.OptionalArg`): an
+    absent one counts as a matched argument, so as an actual one too (:func:`arg_count`)."""
 
     @property
     def max_weight(self) -> int:
@@ -129,6 +137,7 @@ def gold_groups(gold: Sequence[ToolCall]) -> list[GoldGroup]:
             None if items is None else tuple(items),
             counts[tool],
             tuple(members),
+            tuple(k for k, v in items or () if v.__class__ is OptionalArg),
         )
         for keys in by_tool.values()
         for tool, key in keys
@@ -138,7 +147,10 @@ def gold_groups(gold: Sequence[ToolCall]) -> list[GoldGroup]:
 
 def key_hits(expected: Any, values: list[Any], strict: bool) -> list[int]:
     """1 where a trace call's value for one gold key matches ``expected``, else 0 (the key
-    missing is :data:`MISSING`): Toolscore's comparison, a column at a time."""
+    missing is :data:`MISSING`; an optional argument missing is a hit): Toolscore's
+    comparison, a column at a time."""
+    if expected.__class__ is OptionalArg:
+        return [1 if v is MISSING or compare_values(expected, v, strict) else 0 for v in values]
     if strict:
         return [
             1 if v is not MISSING and compare_values(expected, v, strict=True) else 0
@@ -195,7 +207,9 @@ def _row_weights(
             w = 0
             for key, expected in items:
                 v = d.get(key, MISSING)
-                if v is not MISSING and compare_values(expected, v, True):
+                if v is MISSING:
+                    w += expected.__class__ is OptionalArg
+                elif compare_values(expected, v, True):
                     w += 1
             out.append(w)
         return out
@@ -204,6 +218,7 @@ def _row_weights(
         for key, expected in items:
             v = d.get(key, MISSING)
             if v is MISSING:
+                w += expected.__class__ is OptionalArg  # an optional argument may be absent
                 continue
             if v.__class__ is expected.__class__:
                 if expected == v:
