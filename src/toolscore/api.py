@@ -156,8 +156,10 @@ def pipeline_result(
     weights: dict[str, float],
     *,
     include_extras: bool,
+    has_gold: bool = True,
 ) -> EvaluationResult:
-    """The result of what ``pipeline`` has read so far: its checks' states, reduced."""
+    """The result of what ``pipeline`` has read so far: its checks' states, reduced;
+    ``has_gold`` False for checks only (no score, see :func:`toolscore.verdict.judge`)."""
     return reduce(
         pipeline.states(),
         weights=weights,
@@ -169,6 +171,7 @@ def pipeline_result(
         input_findings=pipeline.input_findings,
         input_problems=pipeline.input_problems,
         include_extras=include_extras,
+        has_gold=has_gold,
     )
 
 

@@ -686,3 +686,4 @@ main = _Main()
 
 
 EXTRA_COMMANDS += ("toolscore._watch_cli",)  # toolscore watch (issue 4)
+EXTRA_COMMANDS += ("toolscore.serve.command",)  # toolscore serve (issue 33)
