@@ -56,7 +56,9 @@ def tool_span(
 
 
 def chat_span(
-    tracer: Tracer, calls: list[tuple[str, str, Any]], results: list[tuple[str, Any]] = ()  # type: ignore[assignment]
+    tracer: Tracer,
+    calls: list[tuple[str, str, Any]],
+    results: list[tuple[str, Any]] = (),  # type: ignore[assignment]
 ) -> None:
     """A ``chat`` span whose output asks for ``calls`` (id, name, args) and whose input
     carries ``results`` (id, response)."""

@@ -9,7 +9,8 @@ A *chat span* carries the model's messages (``gen_ai.output.messages``,
 ``gen_ai.input.messages``: JSON lists of ``{"role", "parts": [...]}``). Each ``tool_call`` part
 of its output is a call, pending until a ``tool_call_response`` part with the same id comes in
 a later chat span's input (its result) or a tool span with the same ``gen_ai.tool.call.id``
-(its result, error and timing: the call is then counted once). Other spans are skipped.
+(its result, error and timing: the call is then counted once; a tool span without an id is
+the execution of the oldest such call to its tool). Other spans are skipped.
 
 Input is an OTLP export ``{"resourceSpans": [...]}`` (``scopeSpans`` or the older
 ``instrumentationLibrarySpans``), read span by span, or OTLP JSON Lines with one export per
@@ -227,6 +228,9 @@ class OTelDialect(Dialect):
         if name is not None:
             call = self._tool_call(span, attrs, name, location)
             key = call.metadata.get("id")
+            if key is None and self.pending:
+                # no id: the execution of the oldest chat span's call to this tool, if any
+                key = next((k for k, c in self.pending.items() if c.tool == name), None)
             if key is not None:
                 waiting = self.pending.pop(key, None)
                 if waiting is not None:  # a chat span's call: this span is its execution
@@ -247,7 +251,7 @@ class OTelDialect(Dialect):
                 key = _id(part)
                 waiting = self.pending.pop(key, None) if key is not None else None
                 if waiting is not None and key is not None:
-                    waiting.result = _decoded(part.get("response"))
+                    waiting.result = _decoded(part.get("response", part.get("result")))
                     self._count(key, False)
                     self.complete(waiting, out)
         outputs = attrs.get("gen_ai.output.messages")
