@@ -38,9 +38,14 @@ def tracer(url: str, kind: str = "protobuf", **options: Any) -> Iterator[Tracer]
 
 
 def tool_span(
-    tracer: Tracer, name: str, args: Any, result: Any = None, *, call_id: str | None = None,
+    tracer: Tracer,
+    name: str,
+    args: Any,
+    result: Any = None,
+    *,
+    call_id: str | None = None,
     error: str | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """An ``execute_tool`` span."""
     with tracer.start_as_current_span(f"execute_tool {name}") as span:
         span.set_attribute("gen_ai.operation.name", "execute_tool")

@@ -78,12 +78,18 @@ def test_without_gold_sessions_are_checks_only_and_close_at_shutdown(tmp_path: P
 
 
 def test_partial_success_gzip_and_the_protocols_responses() -> None:
-    span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
-            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}  # fmt: skip
+    span = {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "b7ad6b7169203331",
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}],
+    }
     export = {"resourceSpans": [{"scopeSpans": [{"spans": [span, {"spanId": "00"}]}]}]}
     with serve() as srv:
-        status, body, _ = post(f"{srv.url}/v1/traces", gzip.compress(json.dumps(export).encode()),
-                               {"Content-Type": "application/json", "Content-Encoding": "gzip"})  # fmt: skip
+        status, body, _ = post(
+            f"{srv.url}/v1/traces",
+            gzip.compress(json.dumps(export).encode()),
+            {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        )
         assert status == 200
         partial = json.loads(body)["partialSuccess"]
         assert (
@@ -160,9 +166,12 @@ def test_evaluation_events_are_sent_parented_to_the_evaluated_spans() -> None:
             srv.wait(lambda: srv.receiver.outputs.closed_count == 1)
         # the server's shutdown flushed the events
     records = [
-        r for req in received for rl in req.resource_logs for sl in rl.scope_logs
+        r
+        for req in received
+        for rl in req.resource_logs
+        for sl in rl.scope_logs
         for r in sl.log_records
-    ]  # fmt: skip
+    ]
     assert {r.event_name for r in records} == {"gen_ai.evaluation.result"}
     by_name = {
         next(a.value.string_value for a in r.attributes if a.key == "gen_ai.evaluation.name"): r
@@ -179,6 +188,7 @@ def test_evaluation_events_are_sent_parented_to_the_evaluated_spans() -> None:
 def test_genai_log_events_of_the_instrumented_openai_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from _genai import exporter
     from _model_stub import model_stub
     from openai import OpenAI
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
@@ -187,8 +197,6 @@ def test_genai_log_events_of_the_instrumented_openai_client(
     from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    from _genai import exporter
 
     # the messages as gen_ai.client.inference.operation.details events (logs), not on spans
     monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
@@ -238,22 +246,87 @@ def test_older_genai_events_choice_and_tool_message() -> None:
 
     def record(name: str, body: Any) -> dict[str, Any]:
         kv = [{"key": k, "value": {"stringValue": str(v)}} for k, v in body.items()]
-        return {"traceId": trace, "spanId": "b7ad6b7169203331", "eventName": name,
-                "body": {"kvlistValue": {"values": kv}}}  # fmt: skip
+        return {
+            "traceId": trace,
+            "spanId": "b7ad6b7169203331",
+            "eventName": name,
+            "body": {"kvlistValue": {"values": kv}},
+        }
 
     choice_record = record("gen_ai.choice", {})
-    choice_record["body"] = {"kvlistValue": {"values": [
-        {"key": "message", "value": {"kvlistValue": {"values": [
-            {"key": "tool_calls", "value": {"arrayValue": {"values": [{"kvlistValue": {"values": [
-                {"key": "id", "value": {"stringValue": "c9"}},
-                {"key": "function", "value": {"kvlistValue": {"values": [
-                    {"key": "name", "value": {"stringValue": "delete_database"}},
-                    {"key": "arguments", "value": {"stringValue": '{"db": "x"}'}}]}}}]}}]}}}]}}}]}}  # fmt: skip
-    export = {"resourceLogs": [{"scopeLogs": [{"logRecords": [
-        choice_record, record("gen_ai.tool.message", {"id": "c9", "content": "gone"})]}]}]}  # fmt: skip
+    choice_record["body"] = {
+        "kvlistValue": {
+            "values": [
+                {
+                    "key": "message",
+                    "value": {
+                        "kvlistValue": {
+                            "values": [
+                                {
+                                    "key": "tool_calls",
+                                    "value": {
+                                        "arrayValue": {
+                                            "values": [
+                                                {
+                                                    "kvlistValue": {
+                                                        "values": [
+                                                            {
+                                                                "key": "id",
+                                                                "value": {"stringValue": "c9"},
+                                                            },
+                                                            {
+                                                                "key": "function",
+                                                                "value": {
+                                                                    "kvlistValue": {
+                                                                        "values": [
+                                                                            {
+                                                                                "key": "name",
+                                                                                "value": {
+                                                                                    "stringValue": "delete_database"
+                                                                                },
+                                                                            },
+                                                                            {
+                                                                                "key": "arguments",
+                                                                                "value": {
+                                                                                    "stringValue": '{"db": "x"}'
+                                                                                },
+                                                                            },
+                                                                        ]
+                                                                    }
+                                                                },
+                                                            },
+                                                        ]
+                                                    }
+                                                }
+                                            ]
+                                        }
+                                    },
+                                }
+                            ]
+                        }
+                    },
+                }
+            ]
+        }
+    }
+    export = {
+        "resourceLogs": [
+            {
+                "scopeLogs": [
+                    {
+                        "logRecords": [
+                            choice_record,
+                            record("gen_ai.tool.message", {"id": "c9", "content": "gone"}),
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
     with serve(limits=Limits(grace=60)) as srv:
-        status, body, _ = post(f"{srv.url}/v1/logs", json.dumps(export).encode(),
-                               {"Content-Type": "application/json"})  # fmt: skip
+        status, body, _ = post(
+            f"{srv.url}/v1/logs", json.dumps(export).encode(), {"Content-Type": "application/json"}
+        )
         assert status == 200 and body == b"{}"
         srv.wait(lambda: srv.metrics()["toolscore_calls_total"] == 1)
     assert "delete_database matches forbidden rule 1" in srv.console.getvalue()

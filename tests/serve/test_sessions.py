@@ -43,8 +43,11 @@ class Clock:
 
 
 def tool(trace: str, name: str, *, root: bool = False, **attrs: Any) -> SpanIn:
-    base = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-            "gen_ai.tool.call.arguments": json.dumps({"q": 1})}  # fmt: skip
+    base = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.arguments": json.dumps({"q": 1}),
+    }
     return SpanIn(trace, "ab" * 4, root, {**base, **attrs}, {}, {"startTimeUnixNano": 1})
 
 
