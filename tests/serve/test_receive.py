@@ -241,88 +241,38 @@ def test_genai_log_events_of_the_instrumented_openai_client(
     assert srv.console.getvalue().count("ERROR") == 1
 
 
-def test_older_genai_events_choice_and_tool_message() -> None:
-    trace = "0af7651916cd43dd8448eb211c80319c"
+def any_value(value: Any) -> dict[str, Any]:
+    """A Python value as OTLP JSON's AnyValue."""
+    if isinstance(value, dict):
+        kv = [{"key": k, "value": any_value(v)} for k, v in value.items()]
+        return {"kvlistValue": {"values": kv}}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [any_value(v) for v in value]}}
+    return {"stringValue": str(value)}
 
+
+def test_older_genai_events_choice_and_tool_message() -> None:
     def record(name: str, body: Any) -> dict[str, Any]:
-        kv = [{"key": k, "value": {"stringValue": str(v)}} for k, v in body.items()]
         return {
-            "traceId": trace,
+            "traceId": "0af7651916cd43dd8448eb211c80319c",
             "spanId": "b7ad6b7169203331",
             "eventName": name,
-            "body": {"kvlistValue": {"values": kv}},
+            "body": any_value(body),
         }
 
-    choice_record = record("gen_ai.choice", {})
-    choice_record["body"] = {
-        "kvlistValue": {
-            "values": [
-                {
-                    "key": "message",
-                    "value": {
-                        "kvlistValue": {
-                            "values": [
-                                {
-                                    "key": "tool_calls",
-                                    "value": {
-                                        "arrayValue": {
-                                            "values": [
-                                                {
-                                                    "kvlistValue": {
-                                                        "values": [
-                                                            {
-                                                                "key": "id",
-                                                                "value": {"stringValue": "c9"},
-                                                            },
-                                                            {
-                                                                "key": "function",
-                                                                "value": {
-                                                                    "kvlistValue": {
-                                                                        "values": [
-                                                                            {
-                                                                                "key": "name",
-                                                                                "value": {
-                                                                                    "stringValue": "delete_database"
-                                                                                },
-                                                                            },
-                                                                            {
-                                                                                "key": "arguments",
-                                                                                "value": {
-                                                                                    "stringValue": '{"db": "x"}'
-                                                                                },
-                                                                            },
-                                                                        ]
-                                                                    }
-                                                                },
-                                                            },
-                                                        ]
-                                                    }
-                                                }
-                                            ]
-                                        }
-                                    },
-                                }
-                            ]
-                        }
-                    },
-                }
-            ]
-        }
+    function = {"name": "delete_database", "arguments": '{"db": "x"}'}
+    choice = {
+        "index": 0,
+        "message": {
+            "role": "assistant",
+            "tool_calls": [{"id": "c9", "type": "function", "function": function}],
+        },
     }
-    export = {
-        "resourceLogs": [
-            {
-                "scopeLogs": [
-                    {
-                        "logRecords": [
-                            choice_record,
-                            record("gen_ai.tool.message", {"id": "c9", "content": "gone"}),
-                        ]
-                    }
-                ]
-            }
-        ]
-    }
+    records = [
+        record("gen_ai.choice", choice),
+        record("gen_ai.tool.message", {"id": "c9", "content": "gone"}),
+    ]
+    export = {"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]}
     with serve(limits=Limits(grace=60)) as srv:
         status, body, _ = post(
             f"{srv.url}/v1/logs", json.dumps(export).encode(), {"Content-Type": "application/json"}
