@@ -98,7 +98,13 @@ class Receiver:
         async with self._receive:
             async for spans, arrival in self._receive:
                 started = time.perf_counter()
-                sessions.add(spans, arrival)
+                try:
+                    sessions.add(spans, arrival)
+                except Exception as exc:  # a bug must not stop the server: said, counted
+                    from .._cliutil import error_line
+
+                    metrics.internal_errors.inc()
+                    error_line(f"internal error: {type(exc).__name__}: {exc}")
                 self.queued_spans -= len(spans)
                 metrics.queued_spans.set(self.queued_spans)
                 if sessions.late != self._late_counted:

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -152,13 +155,34 @@ def run_serve(opts: ServeOptions) -> int:
             lifespan="on",
             timeout_graceful_shutdown=10,
         )
-        uvicorn.Server(config).run(sockets=[sock])
+        _server_class()(config).run(sockets=[sock])
         sock.close()
         closed = receiver.outputs.closed_count
         sys.stderr.write(f"toolscore serve: stopped; {closed} session(s) closed\n")
         return 0
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _server_class() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, whose SIGTERM or SIGINT only starts the graceful shutdown: the
+        command then prints its last line and exits 0 (uvicorn raises the signal again once
+        shut down, which would kill the process)."""
+
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            signals = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server
 
 
 def serve_command(

@@ -100,6 +100,11 @@ class Metrics:
             "toolscore_queued_spans", "Spans accepted and waiting for the checks.",
             registry=registry,
         )  # fmt: skip
+        self.internal_errors = Counter(
+            "toolscore_internal_errors",
+            "Requests whose spans an internal error stopped (the server goes on).",
+            registry=registry,
+        )
         self._finding_labels: dict[tuple[str, str, str], Any] = {}
         self._closed_labels: dict[str, Any] = {}
 

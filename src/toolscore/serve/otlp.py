@@ -155,6 +155,18 @@ def _json(data: bytes, top: str) -> list[Any]:
     return found
 
 
+def _list(obj: Any, key: str) -> list[Any]:
+    """``obj[key]``, a list (missing: empty)."""
+    if not isinstance(obj, dict):
+        raise BadRequest(f"expected an object with {key!r}, got {type(obj).__name__}")
+    found = obj.get(key)
+    if found is None:
+        return []
+    if not isinstance(found, list):
+        raise BadRequest(f"{key!r} must be a list, got {type(found).__name__}")
+    return found
+
+
 def _hex(value: Any) -> str:
     return value.lower() if isinstance(value, str) else ""
 
@@ -210,8 +222,8 @@ def decode_traces(data: bytes, content_type: str) -> tuple[list[SpanIn], int]:
             raise BadRequest("each of 'resourceSpans' must be an object")
         res = resource_spans.get("resource")
         resource = attributes(res.get("attributes")) if isinstance(res, dict) else {}
-        for scope in resource_spans.get("scopeSpans") or []:
-            for span in (scope.get("spans") or []) if isinstance(scope, dict) else []:
+        for scope in _list(resource_spans, "scopeSpans"):
+            for span in _list(scope, "spans"):
                 if not isinstance(span, dict):
                     rejected += 1
                     continue
@@ -303,8 +315,8 @@ def decode_logs(data: bytes, content_type: str) -> tuple[list[SpanIn], int]:
                 raise BadRequest("each of 'resourceLogs' must be an object")
             res = resource_logs.get("resource")
             resource = attributes(res.get("attributes")) if isinstance(res, dict) else {}
-            for scope in resource_logs.get("scopeLogs") or []:
-                for rec in (scope.get("logRecords") or []) if isinstance(scope, dict) else []:
+            for scope in _list(resource_logs, "scopeLogs"):
+                for rec in _list(scope, "logRecords"):
                     if not isinstance(rec, dict):
                         rejected += 1
                         continue
