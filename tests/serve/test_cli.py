@@ -33,6 +33,8 @@ def test_sigterm_closes_open_sessions_with_their_summaries(tmp_path: Path) -> No
             str(rules),
             "--gold",
             str(gold),
+            "--grace",
+            "60",
             "--per-trace",
             str(records),
             "--findings",
