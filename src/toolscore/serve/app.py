@@ -69,6 +69,8 @@ class ServeConfig:
 
 
 Item = tuple[list[SpanIn], float]
+_MERGE_SPANS = 2000
+"""Spans of queued requests read together at most (the arrival of the first is theirs)."""
 
 
 class Receiver:
@@ -95,9 +97,20 @@ class Receiver:
         """Run queued spans through their sessions until the queue is closed and empty."""
         metrics = self.metrics
         sessions = self.sessions
-        async with self._receive:
-            async for spans, arrival in self._receive:
+        receive = self._receive
+        async with receive:
+            async for spans, arrival in receive:
                 started = time.perf_counter()
+                count = len(spans)
+                while count < _MERGE_SPANS:
+                    # requests that queued up meanwhile go in too: a session's spans then
+                    # cross the checks in one batch, so a backlog is read in fewer batches
+                    try:
+                        more, _ = receive.receive_nowait()
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                    spans = spans + more
+                    count += len(more)
                 try:
                     sessions.add(spans, arrival)
                 except Exception as exc:  # a bug must not stop the server: said, counted
@@ -105,7 +118,7 @@ class Receiver:
 
                     metrics.internal_errors.inc()
                     error_line(f"internal error: {type(exc).__name__}: {exc}")
-                self.queued_spans -= len(spans)
+                self.queued_spans -= count
                 metrics.queued_spans.set(self.queued_spans)
                 if sessions.late != self._late_counted:
                     metrics.late_spans.inc(sessions.late - self._late_counted)

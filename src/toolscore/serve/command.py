@@ -142,6 +142,7 @@ def run_serve(opts: ServeOptions) -> int:
             sock = socket.socket(family, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((opts.host, opts.port))
+            sock.listen(2048)  # connections wait in the backlog until uvicorn serves them
         except (ToolscoreError, ValueError, OSError) as exc:
             return failure_status(exc)
         host, port = sock.getsockname()[:2]
