@@ -117,13 +117,16 @@ def builtin_checks(
     plan: Any = None,
     score_only: bool = False,
     tool_names: ToolNames | None = None,
+    trajectory: bool = True,
 ) -> list[BaseCheck]:
     """The built-in checks; ``plan``: an earlier expected-calls check's plan for the same gold
     and options, reused (unless hard rules put argument modes into the score);
     ``score_only``: only the score's metrics (see
     :meth:`~toolscore.checks.expected.state.ExpectedState.score_metrics`), the findings and
     the errors check's counts are read (no trajectory steps, no identical-call count);
-    ``tool_names``: the tool names the secrets checks of earlier traces scanned."""
+    ``tool_names``: the tool names the secrets checks of earlier traces scanned;
+    ``trajectory``: False keeps no trajectory steps (a live session's memory then does not
+    grow with its calls; its result has no ``trajectory_metrics`` steps)."""
     scored, view = gold, None
     if rules is not None and rules.arguments is not None and rules.arguments.score:
         from .hardrules.matching import score_view
@@ -136,7 +139,7 @@ def builtin_checks(
             keep_details=keep_details,
             arg_view=view,
             plan=plan if view is None else None,
-            trajectory=not score_only,
+            trajectory=trajectory and not score_only,
         ),
         errors_check(count_identical=not score_only),
         secrets_check(tool_names=tool_names),

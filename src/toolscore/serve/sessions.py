@@ -103,6 +103,7 @@ class SessionChecks:
         self.rules = rules
         self.weights = weights
         self.strict = strict
+        self._plans: dict[int, tuple[list[ToolCall], Any]] = {}
         self.gold_errors = 0
         """Sessions whose gold file could not be read (evaluated without gold)."""
 
@@ -121,8 +122,21 @@ class SessionChecks:
             return name, None
 
     def pipeline(self, gold: list[ToolCall]) -> Pipeline:
-        """A session's pipeline: the built-in checks (and hard rules) over ``gold``."""
-        return Pipeline(builtin_checks(gold, self.rules, strict=self.strict, keep_details=False))
+        """A session's pipeline: the built-in checks (and hard rules) over ``gold``, reading
+        no trajectory steps (the score, the verdict and the record do not read them), so a
+        session's memory does not grow with its calls."""
+        cached = self._plans.get(id(gold))
+        plan = cached[1] if cached is not None and cached[0] is gold else None
+        checks = builtin_checks(
+            gold, self.rules, strict=self.strict, keep_details=False, plan=plan, trajectory=False
+        )
+        if plan is None:
+            # one gold's plan (its calls' signatures...), shared by its sessions as by the
+            # traces of a dataset; the last few golds' kept
+            self._plans[id(gold)] = (gold, getattr(checks[0], "plan", None))
+            if len(self._plans) > 64:
+                del self._plans[next(iter(self._plans))]
+        return Pipeline(checks)
 
 
 class Session:
