@@ -20,7 +20,7 @@ Phases:
    round-trip p50/p99 seen by the senders, 429s, and spans sent = calls counted.
 2. **Open sessions**: ``--sessions`` traces of 3 spans each, left open (idle time of an
    hour); prints the server's RSS (``/proc/PID/status``) before and after.
-3. **Overload**: ``4 * --senders`` processes send as fast as they can for 3 s to a server with
+3. **Overload**: ``2 * --senders`` processes send as fast as they can for 3 s to a server with
    a queue of 4 requests; prints the 429s seen, then that a request is accepted afterwards.
 
 Also prints the load average (``/proc/loadavg``) before and after: the figures depend on it.
@@ -319,7 +319,7 @@ def sessions(opts: argparse.Namespace) -> None:
 def overload(opts: argparse.Namespace) -> None:
     server = Server("--max-queue", "4", "--idle", "5")
     try:
-        load = run_load(server.port, 0, 3.0, 4 * opts.senders, opts.batch)
+        load = run_load(server.port, 0, 3.0, 2 * opts.senders, opts.batch)
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         status, _ = post(conn, encode(Load(99, 5).spans(10)))
         health = json.loads(server.get("/healthz"))["status"]
@@ -336,7 +336,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=5000, help="spans/s to send")
     parser.add_argument("--duration", type=float, default=60, help="seconds")
     parser.add_argument("--batch", type=int, default=100, help="spans per request")
-    parser.add_argument("--senders", type=int, default=2, help="sending processes")
+    parser.add_argument("--senders", type=int, default=4, help="sending processes")
     parser.add_argument("--sessions", type=int, default=10_000, help="open sessions")
     opts = parser.parse_args()
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
