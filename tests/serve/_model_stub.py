@@ -4,11 +4,11 @@ then answers in text. Serves on 127.0.0.1, started and stopped by the test."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from _http import Quiet, stub_server
 
 
 def _completion(message: dict[str, Any], reason: str) -> bytes:
@@ -26,14 +26,11 @@ def _completion(message: dict[str, Any], reason: str) -> bytes:
 
 @contextmanager
 def model_stub(turns: list[list[tuple[str, dict[str, Any]]]]) -> Iterator[str]:
-    """Yields the stub's base URL (``.../v1``). Each request with no tool result yet in its
-    messages... simpler: request N gets turn N's tool calls, then a final text answer."""
+    """Yields the stub's base URL (``.../v1``): request N is answered with turn N's tool
+    calls, then with a final text answer (``done``)."""
     served = {"n": 0}
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(Quiet):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length", 0)))
             n = served["n"]
@@ -52,18 +49,7 @@ def model_stub(turns: list[list[tuple[str, dict[str, Any]]]]) -> Iterator[str]:
                 )
             else:
                 body = _completion({"role": "assistant", "content": "done"}, "stop")
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.reply(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with stub_server(Handler) as url:
+        yield f"{url}/v1"

@@ -4,8 +4,8 @@ never runs here)."""
 from __future__ import annotations
 
 import pytest
-from _bench import load_benchmark
 
+from _bench import load_benchmark
 from toolscore.serve.otlp import PROTOBUF, decode_traces
 
 bench = load_benchmark("serve")

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _genai import chat_span, tool_span, tracer
+from _http import Quiet, stub_server
 from _server import get, post, serve
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -128,10 +127,7 @@ def collector() -> Iterator[tuple[str, list[ExportLogsServiceRequest]]]:
     """A stub OTLP collector on 127.0.0.1 keeping the log requests it receives."""
     received: list[ExportLogsServiceRequest] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(Quiet):
         def do_POST(self) -> None:
             data = self.rfile.read(int(self.headers["content-length"]))
             if self.headers.get("content-encoding") == "gzip":
@@ -139,19 +135,10 @@ def collector() -> Iterator[tuple[str, list[ExportLogsServiceRequest]]]:
             request = ExportLogsServiceRequest()
             request.ParseFromString(data)
             received.append(request)
-            self.send_response(200)
-            self.send_header("content-length", "0")
-            self.end_headers()
+            self.reply()
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", received
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with stub_server(Handler) as url:
+        yield url, received
 
 
 def test_evaluation_events_are_sent_parented_to_the_evaluated_spans() -> None:

@@ -4,15 +4,13 @@ exporter does): each session is evaluated whole by exactly one instance."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 from _genai import exporter, tool_span
+from _http import Quiet, stub_server
 from _server import serve
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
@@ -38,10 +36,7 @@ def split(request: ExportTraceServiceRequest, n: int) -> list[ExportTraceService
 
 @contextmanager
 def router(backends: list[str]) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(Quiet):
         def do_POST(self) -> None:
             request = ExportTraceServiceRequest()
             request.ParseFromString(self.rfile.read(int(self.headers["content-length"])))
@@ -55,20 +50,10 @@ def router(backends: list[str]) -> Iterator[str]:
                     )
                     with urllib.request.urlopen(forward, timeout=10) as response:
                         response.read()
-            self.send_response(200)
-            self.send_header("content-type", "application/x-protobuf")
-            self.send_header("content-length", "0")
-            self.end_headers()
+            self.reply(content_type="application/x-protobuf")
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with stub_server(Handler) as url:
+        yield url
 
 
 def test_two_instances_each_evaluate_whole_sessions(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ those two attributes, so the same reader joins them.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from ..sources.otel import any_value, attributes
+from ..sources.otel import any_value, attributes, nanos
 
 __all__ = [
     "JSON",
@@ -167,17 +168,23 @@ def _list(obj: Any, key: str) -> list[Any]:
     return found
 
 
+def _json_items(
+    data: bytes, top: str, scopes: str, items: str
+) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Each item of an OTLP JSON export (a span, a log record) with its resource's
+    attributes."""
+    for resources in _json(data, top):
+        if not isinstance(resources, dict):
+            raise BadRequest(f"each of {top!r} must be an object")
+        res = resources.get("resource")
+        resource = attributes(res.get("attributes")) if isinstance(res, dict) else {}
+        for scope in _list(resources, scopes):
+            for item in _list(scope, items):
+                yield resource, item
+
+
 def _hex(value: Any) -> str:
     return value.lower() if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def decode_traces(data: bytes, content_type: str) -> tuple[list[SpanIn], int]:
@@ -217,35 +224,23 @@ def decode_traces(data: bytes, content_type: str) -> tuple[list[SpanIn], int]:
                         )
                     )
         return spans, rejected
-    for resource_spans in _json(data, "resourceSpans"):
-        if not isinstance(resource_spans, dict):
-            raise BadRequest("each of 'resourceSpans' must be an object")
-        res = resource_spans.get("resource")
-        resource = attributes(res.get("attributes")) if isinstance(res, dict) else {}
-        for scope in _list(resource_spans, "scopeSpans"):
-            for span in _list(scope, "spans"):
-                if not isinstance(span, dict):
-                    rejected += 1
-                    continue
-                trace_id, span_id = _hex(span.get("traceId")), _hex(span.get("spanId"))
-                if not trace_id or not span_id:
-                    rejected += 1
-                    continue
-                fields = {
-                    "startTimeUnixNano": _int(span.get("startTimeUnixNano")),
-                    "endTimeUnixNano": _int(span.get("endTimeUnixNano")),
-                    "status": span.get("status"),
-                }
-                spans.append(
-                    SpanIn(
-                        trace_id,
-                        span_id,
-                        not span.get("parentSpanId"),
-                        attributes(span.get("attributes")),
-                        resource,
-                        fields,
-                    )
-                )
+    for resource, span in _json_items(data, "resourceSpans", "scopeSpans", "spans"):
+        if not isinstance(span, dict):
+            rejected += 1
+            continue
+        trace_id, span_id = _hex(span.get("traceId")), _hex(span.get("spanId"))
+        if not trace_id or not span_id:
+            rejected += 1
+            continue
+        fields = {
+            "startTimeUnixNano": nanos(span.get("startTimeUnixNano")),
+            "endTimeUnixNano": nanos(span.get("endTimeUnixNano")),
+            "status": span.get("status"),
+        }
+        attrs = attributes(span.get("attributes"))
+        spans.append(
+            SpanIn(trace_id, span_id, not span.get("parentSpanId"), attrs, resource, fields)
+        )
     return spans, rejected
 
 
@@ -310,29 +305,16 @@ def decode_logs(data: bytes, content_type: str) -> tuple[list[SpanIn], int]:
                         )
                     )
     else:
-        for resource_logs in _json(data, "resourceLogs"):
-            if not isinstance(resource_logs, dict):
-                raise BadRequest("each of 'resourceLogs' must be an object")
-            res = resource_logs.get("resource")
-            resource = attributes(res.get("attributes")) if isinstance(res, dict) else {}
-            for scope in _list(resource_logs, "scopeLogs"):
-                for rec in _list(scope, "logRecords"):
-                    if not isinstance(rec, dict):
-                        rejected += 1
-                        continue
-                    attrs = attributes(rec.get("attributes"))
-                    name = rec.get("eventName") or attrs.get("event.name") or ""
-                    records.append(
-                        (
-                            _hex(rec.get("traceId")),
-                            _hex(rec.get("spanId")),
-                            str(name),
-                            attrs,
-                            any_value(rec.get("body")),
-                            _int(rec.get("timeUnixNano")) or 0,
-                            resource,
-                        )
-                    )
+        for resource, rec in _json_items(data, "resourceLogs", "scopeLogs", "logRecords"):
+            if not isinstance(rec, dict):
+                rejected += 1
+                continue
+            attrs = attributes(rec.get("attributes"))
+            name = rec.get("eventName") or attrs.get("event.name") or ""
+            body = any_value(rec.get("body"))
+            time = nanos(rec.get("timeUnixNano")) or 0
+            trace_id, span_id = _hex(rec.get("traceId")), _hex(rec.get("spanId"))
+            records.append((trace_id, span_id, str(name), attrs, body, time, resource))
     for trace_id, span_id, name, attrs, body, time, resource in records:
         chat = _event_attrs(name, attrs, body)
         if chat is None:

@@ -33,7 +33,15 @@ from ..calls import Batch, Location, ToolCall
 from ._base import Dialect
 from .detect import Shape
 
-__all__ = ["DIALECT", "OTelDialect", "any_value", "attributes", "is_tool_span", "sniff"]
+__all__ = [
+    "DIALECT",
+    "OTelDialect",
+    "any_value",
+    "attributes",
+    "is_tool_span",
+    "nanos",
+    "sniff",
+]
 
 _ERROR_CODES = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
 _SCOPE_KEYS = ("scopeSpans", "instrumentationLibrarySpans", "scope_spans")
@@ -135,7 +143,8 @@ def _is_schema(value: Any) -> bool:
     return isinstance(value, dict) and "properties" in value and "type" in value
 
 
-def _nanos(value: Any) -> int | None:
+def nanos(value: Any) -> int | None:
+    """An OTLP time (an int, or a string of one, in JSON) in nanoseconds; None if not one."""
     if isinstance(value, bool) or value is None:
         return None
     try:
@@ -215,7 +224,7 @@ class OTelDialect(Dialect):
             return
         attrs = attributes(obj.get("attributes"))
         if _tool_name(attrs) is not None or _has_messages(attrs):
-            start = _nanos(obj.get("startTimeUnixNano", obj.get("start_time_unix_nano")))
+            start = nanos(obj.get("startTimeUnixNano", obj.get("start_time_unix_nano")))
             found.append((start or 0, len(found), obj, attrs))
 
     def span(
@@ -274,7 +283,7 @@ class OTelDialect(Dialect):
         key = _id(part)
         if key is not None and (key in self.pending or key in self._counted):
             return
-        end = _nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano")))
+        end = nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano")))
         metadata: dict[str, Any] = {"format": "otel", "is_error": False}
         if key is not None:
             metadata["id"] = key
@@ -321,8 +330,8 @@ class OTelDialect(Dialect):
             metadata["error"] = message if message else str(error_type)
         if call_id is not None:
             metadata["id"] = str(call_id)
-        start = _nanos(span.get("startTimeUnixNano", span.get("start_time_unix_nano")))
-        end = _nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano")))
+        start = nanos(span.get("startTimeUnixNano", span.get("start_time_unix_nano")))
+        end = nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano")))
         return ToolCall(
             tool=name,
             args=_as_args(args),
