@@ -126,6 +126,7 @@ def builtin_checks(
     score_only: bool = False,
     tool_names: ToolNames | None = None,
     weights: Mapping[str, float] | None = None,
+    trajectory: bool = True,
 ) -> list[BaseCheck]:
     """The built-in checks; ``plan``: an earlier expected-calls check's plan for the same gold
     and options, reused (unless hard rules put argument modes into the score);
@@ -134,10 +135,12 @@ def builtin_checks(
     the errors check's counts are read (no trajectory steps, no identical-call count);
     ``tool_names``: the tool names the secrets checks of earlier traces scanned;
     ``weights``: the run's normalized weights, which pick the best alternative of a gold
-    with alternative calls (None: the default weights)."""
+    with alternative calls (None: the default weights); ``trajectory``: False keeps no
+    trajectory steps (a live session's memory then does not grow with its calls; its result
+    has no ``trajectory_metrics`` steps)."""
     expected = expected_for(
         gold, rules, strict=strict, keep_details=keep_details, plan=plan,
-        score_only=score_only, weights=weights,
+        score_only=score_only, weights=weights, trajectory=trajectory,
     )  # fmt: skip
     checks: list[BaseCheck] = [
         expected,

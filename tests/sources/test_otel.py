@@ -306,3 +306,95 @@ def test_array_of_spans_is_detected(tmp_path: Path) -> None:
     path.write_text(json.dumps(spans))
     assert detect(path.read_bytes(), final=True).dialect == "otel"
     assert [c["tool"] for c in streamed(path)] == ["a"] == [c["tool"] for c in from_otel(spans)]
+
+
+def chat(start: int, end: int, inputs: Any = None, outputs: Any = None) -> dict[str, Any]:
+    attrs = [kv("gen_ai.operation.name", "chat")]
+    if inputs is not None:
+        attrs.append(kv("gen_ai.input.messages", json.dumps(inputs)))
+    if outputs is not None:
+        attrs.append(kv("gen_ai.output.messages", json.dumps(outputs)))
+    return {
+        "name": "chat",
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(end),
+        "attributes": attrs,
+    }
+
+
+def tool_call(call_id: str, name: str, args: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": call_id, "name": name, "arguments": args}],
+    }
+
+
+def tool_response(call_id: str, response: Any) -> dict[str, Any]:
+    return {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": call_id, "response": response}],
+    }
+
+
+def test_chat_spans_calls_and_their_results() -> None:
+    first = chat(
+        1,
+        2,
+        inputs=[{"role": "user", "parts": [{"type": "text", "content": "hi"}]}],
+        outputs=[tool_call("a", "search", {"q": "x"}), tool_call("b", "fetch", "{}")],
+    )
+    # the next chat repeats the calls as history: they are not counted again
+    second = chat(
+        5,
+        6,
+        inputs=[
+            tool_call("a", "search", {"q": "x"}),
+            tool_response("a", "found"),
+            tool_response("b", '{"n": 1}'),
+        ],
+    )
+    got = calls({"resourceSpans": [{"scopeSpans": [{"spans": [second, first]}]}]})
+    assert [(c.tool, c.args, c.result) for c in got] == [
+        ("search", {"q": "x"}, "found"),
+        ("fetch", {}, {"n": 1}),
+    ]
+    assert got[0].timestamp == pytest.approx(2e-9) and got[0].metadata["id"] == "a"
+
+
+def test_a_chat_call_and_its_tool_span_are_one_call_in_either_order() -> None:
+    chat_span = chat(1, 2, outputs=[tool_call("c1", "fetch", {"u": 1})])
+    tool = span(
+        "fetch",
+        3,
+        4,
+        {"gen_ai.tool.call.id": "c1", "gen_ai.tool.call.result": "ok", "error.type": "Timeout"},
+    )
+    for order in ([chat_span, tool], [tool, chat_span]):
+        (call,) = calls(*order)  # one span per item: arrival order
+        assert call.tool == "fetch" and call.result == "ok" and call.is_error
+    # a chat span's call whose result came first, then its tool span: still one call
+    later = chat(5, 6, inputs=[tool_response("c1", "ok")])
+    assert len(calls(chat_span, later, tool)) == 1
+
+
+def test_a_chat_call_without_result_completes_at_end_of_stream() -> None:
+    (call,) = calls(chat(1, 2, outputs=[tool_call("z", "rm", {"path": "/"})]))
+    assert call.tool == "rm" and call.result is None and call.complete
+
+
+def test_chat_spans_are_detected_in_an_otlp_file(tmp_path: Path) -> None:
+    from toolscore.api import evaluate_trace
+
+    path = tmp_path / "chat.json"
+    export = {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {"spans": [chat(1, 2, outputs=[tool_call("a", "search", {"q": "x"})])]}
+                ]
+            }
+        ]
+    }
+    path.write_text(json.dumps(export))
+    result = evaluate_trace([{"tool": "search", "args": {"q": "x"}}], str(path))
+    assert result.score == pytest.approx(1.0)

@@ -48,7 +48,7 @@ __all__ = [
     "run_eval",
 ]
 
-EXTRA_COMMANDS: tuple[str, ...] = ()
+EXTRA_COMMANDS: tuple[str, ...] = ("toolscore.serve.command",)  # toolscore serve
 """Modules that add commands: each exposes ``register(app)``."""
 
 app = typer.Typer(

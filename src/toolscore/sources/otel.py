@@ -1,9 +1,16 @@
 """OpenTelemetry traces exported as OTLP JSON: one tool call per tool span.
 
 A *tool span* is either a GenAI semantic-conventions span (a truthy ``gen_ai.tool.name`` with
-``gen_ai.operation.name == "execute_tool"`` or ``mcp.method.name == "tools/call"``) or an
-OpenInference span (``openinference.span.kind == "TOOL"``, named by ``tool.name``). Other spans
-are skipped.
+``gen_ai.operation.name == "execute_tool"`` or ``mcp.method.name == "tools/call"``; the OpenAI
+Agents SDK's function spans are such spans in both its OpenTelemetry instrumentations) or an
+OpenInference span (``openinference.span.kind == "TOOL"``, named by ``tool.name``).
+
+A *chat span* carries the model's messages (``gen_ai.output.messages``,
+``gen_ai.input.messages``: JSON lists of ``{"role", "parts": [...]}``). Each ``tool_call`` part
+of its output is a call, pending until a ``tool_call_response`` part with the same id comes in
+a later chat span's input (its result) or a tool span with the same ``gen_ai.tool.call.id``
+(its result, error and timing: the call is then counted once; a tool span without an id is
+the execution of the oldest such call to its tool). Other spans are skipped.
 
 Input is an OTLP export ``{"resourceSpans": [...]}`` (``scopeSpans`` or the older
 ``instrumentationLibrarySpans``), read span by span, or OTLP JSON Lines with one export per
@@ -26,7 +33,15 @@ from ..calls import Batch, Location, ToolCall
 from ._base import Dialect
 from .detect import Shape
 
-__all__ = ["DIALECT", "OTelDialect", "any_value", "attributes", "is_tool_span", "sniff"]
+__all__ = [
+    "DIALECT",
+    "OTelDialect",
+    "any_value",
+    "attributes",
+    "is_tool_span",
+    "nanos",
+    "sniff",
+]
 
 _ERROR_CODES = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
 _SCOPE_KEYS = ("scopeSpans", "instrumentationLibrarySpans", "scope_spans")
@@ -128,7 +143,8 @@ def _is_schema(value: Any) -> bool:
     return isinstance(value, dict) and "properties" in value and "type" in value
 
 
-def _nanos(value: Any) -> int | None:
+def nanos(value: Any) -> int | None:
+    """An OTLP time (an int, or a string of one, in JSON) in nanoseconds; None if not one."""
     if isinstance(value, bool) or value is None:
         return None
     try:
@@ -137,27 +153,56 @@ def _nanos(value: Any) -> int | None:
         return None
 
 
+def _has_messages(attrs: dict[str, Any]) -> bool:
+    return "gen_ai.output.messages" in attrs or "gen_ai.input.messages" in attrs
+
+
+def _parts(messages: Any, kind: str) -> list[dict[str, Any]]:
+    """The parts of type ``kind`` in a chat span's messages (a JSON string or a list)."""
+    found: list[dict[str, Any]] = []
+    messages = _decoded(messages)
+    if isinstance(messages, list):
+        for message in messages:
+            parts = message.get("parts") if isinstance(message, dict) else None
+            if isinstance(parts, list):
+                found.extend(p for p in parts if isinstance(p, dict) and p.get("type") == kind)
+    return found
+
+
+def _id(part: dict[str, Any]) -> str | None:
+    key = part.get("id")
+    return None if key is None or isinstance(key, (dict, list)) else str(key)
+
+
 class OTelDialect(Dialect):
-    """Reads OTLP JSON spans (or whole exports) into calls; non-tool spans are skipped."""
+    """Reads OTLP JSON spans (or whole exports) into calls; spans without calls are skipped."""
 
     name = "otel"
+
+    def __init__(self, source: str = "<memory>") -> None:
+        super().__init__(source)
+        self._counted: dict[str, bool] = {}
+        """Ids of calls already counted (True: from a tool span; False: a chat span's call
+        whose result came), so that a later span with the same id is not counted again;
+        the last :attr:`max_pending` kept."""
 
     def item(self, obj: Any, location: Location | None, out: Batch) -> None:
         """Decode one span, scope, resource, export, or a list of them."""
         if type(obj) is dict and "attributes" in obj:  # one span: the streamed case
-            call = self._span(obj, location)
-            if call is not None:
-                self.new_call(call, out)
+            self.span(obj, attributes(obj["attributes"]), location, out)
             return
-        found: list[tuple[int, int, ToolCall]] = []
+        found: list[tuple[int, int, dict[str, Any], dict[str, Any]]] = []
         self._collect(obj, location, found)
         if len(found) > 1:
             found.sort(key=lambda entry: (entry[0], entry[1]))
-        for _start, _pos, call in found:
-            self.new_call(call, out)
+        for _start, _pos, span, attrs in found:
+            self.span(span, attrs, location, out)
 
     def _collect(
-        self, obj: Any, location: Location | None, found: list[tuple[int, int, ToolCall]]
+        self,
+        obj: Any,
+        location: Location | None,
+        found: list[tuple[int, int, dict[str, Any], dict[str, Any]]],
     ) -> None:
         if isinstance(obj, list):
             for element in obj:
@@ -177,16 +222,87 @@ class OTelDialect(Dialect):
         if isinstance(spans, list) and "attributes" not in obj:
             self._collect(spans, location, found)
             return
-        call = self._span(obj, location)
-        if call is not None:
-            start = _nanos(obj.get("startTimeUnixNano", obj.get("start_time_unix_nano")))
-            found.append((start or 0, len(found), call))
+        attrs = attributes(obj.get("attributes"))
+        if _tool_name(attrs) is not None or _has_messages(attrs):
+            start = nanos(obj.get("startTimeUnixNano", obj.get("start_time_unix_nano")))
+            found.append((start or 0, len(found), obj, attrs))
 
-    def _span(self, span: dict[str, Any], location: Location | None) -> ToolCall | None:
-        attrs = attributes(span.get("attributes"))
+    def span(
+        self, span: dict[str, Any], attrs: dict[str, Any], location: Location | None, out: Batch
+    ) -> None:
+        """Decode one span whose attributes are ``attrs`` (as :func:`attributes` gives them):
+        a tool span's call (or the result of a chat span's call with its id), a chat span's
+        results and calls; nothing for another span."""
         name = _tool_name(attrs)
-        if name is None:
-            return None
+        if name is not None:
+            call = self._tool_call(span, attrs, name, location)
+            key = call.metadata.get("id")
+            if key is None and self.pending:
+                # no id: the execution of the oldest chat span's call to this tool, if any
+                key = next((k for k, c in self.pending.items() if c.tool == name), None)
+            if key is not None:
+                waiting = self.pending.pop(key, None)
+                if waiting is not None:  # a chat span's call: this span is its execution
+                    waiting.result = call.result
+                    waiting.duration = call.duration
+                    waiting.metadata.update(call.metadata)
+                    self._count(key, True)
+                    self.complete(waiting, out)
+                    return
+                if self._counted.get(key) is False:
+                    return
+                self._count(key, True)
+            self.new_call(call, out)
+            return
+        inputs = attrs.get("gen_ai.input.messages")
+        if inputs is not None and self.pending:
+            for part in _parts(inputs, "tool_call_response"):
+                key = _id(part)
+                waiting = self.pending.pop(key, None) if key is not None else None
+                if waiting is not None and key is not None:
+                    waiting.result = _decoded(part.get("response", part.get("result")))
+                    self._count(key, False)
+                    self.complete(waiting, out)
+        outputs = attrs.get("gen_ai.output.messages")
+        if outputs is not None:
+            for part in _parts(outputs, "tool_call"):
+                self._chat_call(part, span, location, out)
+
+    def _count(self, key: str, from_tool_span: bool) -> None:
+        counted = self._counted
+        counted[key] = from_tool_span
+        if len(counted) > self.max_pending:
+            del counted[next(iter(counted))]
+
+    def _chat_call(
+        self, part: dict[str, Any], span: dict[str, Any], location: Location | None, out: Batch
+    ) -> None:
+        name = part.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        key = _id(part)
+        if key is not None and (key in self.pending or key in self._counted):
+            return
+        end = nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano")))
+        metadata: dict[str, Any] = {"format": "otel", "is_error": False}
+        if key is not None:
+            metadata["id"] = key
+        call = ToolCall(
+            tool=name,
+            args=_as_args(_decoded(part.get("arguments"))),
+            timestamp=None if end is None else end / 1e9,
+            metadata=metadata,
+            location=location,
+        )
+        if key is None:
+            self.new_call(call, out)
+            return
+        self.new_call(call, out, complete=False)
+        self.pending[key] = call
+
+    def _tool_call(
+        self, span: dict[str, Any], attrs: dict[str, Any], name: str, location: Location | None
+    ) -> ToolCall:
         if "gen_ai.tool.name" in attrs and attrs.get("openinference.span.kind") != "TOOL":
             args = _decoded(attrs.get("gen_ai.tool.call.arguments"))
             result = _decoded(attrs.get("gen_ai.tool.call.result"))
@@ -214,8 +330,8 @@ class OTelDialect(Dialect):
             metadata["error"] = message if message else str(error_type)
         if call_id is not None:
             metadata["id"] = str(call_id)
-        start = _nanos(span.get("startTimeUnixNano", span.get("start_time_unix_nano")))
-        end = _nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano")))
+        start = nanos(span.get("startTimeUnixNano", span.get("start_time_unix_nano")))
+        end = nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano")))
         return ToolCall(
             tool=name,
             args=_as_args(args),
@@ -230,6 +346,14 @@ class OTelDialect(Dialect):
 DIALECT = OTelDialect
 
 
+def _has_calls(span: Any) -> bool:
+    """A tool span, or a chat span with messages."""
+    if not isinstance(span, dict):
+        return False
+    attrs = attributes(span.get("attributes"))
+    return _tool_name(attrs) is not None or _has_messages(attrs)
+
+
 def _is_export(value: Any) -> bool:
     return isinstance(value, dict) and ("resourceSpans" in value or "resource_spans" in value)
 
@@ -239,7 +363,7 @@ def sniff(shape: Shape) -> str | None:
     spans or exports, ``""`` for OTLP JSON Lines (one export, or one span, per line)."""
     if shape.layout == "jsonl":
         lines = shape.lines[:50]
-        if any(_is_export(v) or is_tool_span(v) for v in lines):
+        if any(_is_export(v) or _has_calls(v) for v in lines):
             return ""
         return None
     sample = shape.sample
@@ -255,6 +379,6 @@ def sniff(shape: Shape) -> str | None:
         return None
     if isinstance(sample, list):
         head = sample[:50]
-        if any(_is_export(v) or is_tool_span(v) for v in head):
+        if any(_is_export(v) or _has_calls(v) for v in head):
             return "item"
     return None

@@ -108,6 +108,7 @@ def expected_for(
     plan: Any,
     score_only: bool,
     weights: Mapping[str, float] | None,
+    trajectory: bool = True,
 ) -> BaseCheck:
     """The expected-calls check of ``gold`` under ``rules`` (argument modes opted into the
     score, free tools, what counts as a failed call): an
@@ -128,7 +129,7 @@ def expected_for(
             keep_details=keep_details,
             arg_view=view,
             plan=plan if view is None else None,
-            trajectory=not score_only,
+            trajectory=trajectory and not score_only,
             free=() if rules is None else rules.free,
             failures=failures_of(rules),
         )
