@@ -34,13 +34,14 @@ from .checks.errors import errors_check
 from .checks.expected import expected_for
 from .checks.policy import policy_check
 from .checks.secrets import ToolNames, secrets_check
-from .errors import InputError
+from .errors import InputError, UsageError
 from .failed import failures_of
 from .gold import Gold, calls_from_dicts, gold_from_dicts, read_gold_file
 from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
 from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
 from .redact import pii_redaction
 from .result import EvaluationResult, normalize_weights, reduce
+from .verdict import PassCriterion, parse_pass
 
 if TYPE_CHECKING:
     from . import parallel
@@ -102,13 +103,19 @@ def _one_ruleset(rules: RulesInput) -> RuleSet | None:
 
 
 def read_rules(
-    forbidden: RulesInput, rules: RulesInput = None, gold: GoldInput | None = None
+    forbidden: RulesInput,
+    rules: RulesInput = None,
+    gold: GoldInput | None = None,
+    criterion: PassCriterion | None = None,
 ) -> RuleSet | None:
     """The one place rules are merged: the gold's own (a gold file that is an object, a
     keyed gold line: ``gold`` read as a :class:`~toolscore.gold.Gold`, or a path), then
-    ``forbidden`` and ``rules`` (rule files or Python forms)."""
+    ``forbidden`` and ``rules`` (rule files or Python forms), then what the pass rule needs
+    run (its match modes)."""
     found = _one_ruleset(forbidden)
     found = combine(found, _one_ruleset(rules))
+    if criterion is not None:
+        found = combine(found, criterion.rules())
     if isinstance(gold, (str, os.PathLike)):
         found = combine(load_gold_rules(gold), found)
     elif isinstance(gold, Gold):
@@ -164,10 +171,12 @@ def pipeline_result(
     include_extras: bool,
     has_gold: bool = True,
     score_only: bool = False,
+    criterion: PassCriterion | None = None,
 ) -> EvaluationResult:
     """The result of what ``pipeline`` has read so far: its checks' states, reduced
     (``has_gold`` false: a checks-only evaluation, with no score; ``score_only``: only what
-    the score and the verdict read, see :func:`~toolscore.result.reduce`)."""
+    the score and the verdict read, see :func:`~toolscore.result.reduce`; ``criterion``: the
+    pass rule its verdict applies)."""
     return reduce(
         pipeline.states(),
         weights=weights,
@@ -181,6 +190,7 @@ def pipeline_result(
         include_extras=include_extras,
         has_gold=has_gold,
         score_only=score_only,
+        criterion=criterion,
     )
 
 
@@ -195,12 +205,14 @@ def open_run(
     on_calls: CallSink | None = None,
     rules: RulesInput = None,
     checks: Sequence[Any] | None = None,
+    criterion: PassCriterion | None = None,
 ) -> tuple[Pipeline, list[ToolCall], dict[str, float]]:
     """Validate weights, load the gold file and the rules, build the streaming pipeline
-    (the built-in checks, then the user's ``checks``)."""
+    (the built-in checks, then the user's ``checks``); the pass rule's match modes join the
+    rules (``criterion``)."""
     norm = normalize_weights(weights)
     gold_calls = [] if gold is None else read_gold(gold)
-    rules = read_rules(forbidden, rules, gold_calls)
+    rules = read_rules(forbidden, rules, gold_calls, criterion)
     pipeline = Pipeline(
         builtin_checks(gold_calls, rules, strict=strict, keep_details=keep_calls, weights=norm)
         + user_checks(checks),
@@ -209,6 +221,28 @@ def open_run(
         on_calls=on_calls,
     )
     return pipeline, gold_calls, norm
+
+
+PassRule = PassCriterion | str | None
+"""A pass rule: a :class:`~toolscore.verdict.PassCriterion`, or its text
+(:func:`~toolscore.verdict.parse_pass`: ``"match:superset, no-violations"``)."""
+
+
+def pass_criterion(rule: PassRule) -> PassCriterion | None:
+    """A pass rule as a criterion (None: the default one).
+
+    Raises:
+        UsageError: a rule written as text that does not parse.
+        TypeError: neither a criterion, a string nor None.
+    """
+    if rule is None or isinstance(rule, PassCriterion):
+        return rule
+    if isinstance(rule, str):
+        try:
+            return parse_pass(rule)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    raise TypeError(f"pass_rule must be a PassCriterion or its text, got {type(rule).__name__}")
 
 
 def _batches_of(calls: list[ToolCall]) -> Iterable[Batch]:
@@ -227,6 +261,7 @@ def evaluate(
     rules: RulesInput = None,
     checks: Sequence[Any] | None = None,
     pii: bool | Iterable[str] | None = None,
+    pass_rule: PassRule = None,
 ) -> EvaluationResult:
     """Score in-memory calls against expected ones, with the behavior and safety checks.
 
@@ -241,6 +276,10 @@ def evaluate(
         rules: more rules, in the same forms (joined with ``forbidden``'s).
         pii: also look for personal data (``True``: email, phone, card numbers, US SSN,
             IBAN; or a list of those kinds), and redact it from findings and reports.
+        pass_rule: what counts as a pass in ``result.verdict()``: a
+            :class:`~toolscore.verdict.PassCriterion` or its text (``"match:superset,
+            no-violations"``, see :func:`~toolscore.verdict.parse_pass`); its match modes
+            run as hard rules. Default: grade A, every required call, no violation.
         checks: your own checks, run after the built-in ones: objects with
             ``feed(batch) -> findings`` and optionally ``finish()`` and ``state()`` (see
             :class:`~toolscore.checks._base.UserCheck`); their findings are the result's.
@@ -259,14 +298,16 @@ def evaluate(
         if not isinstance(expected, list):
             raise TypeError(f"expected must be a list of dicts, got {type(expected).__name__}")
         gold = gold_from_dicts(expected)
-        ruleset = read_rules(forbidden, rules)
+        criterion = pass_criterion(pass_rule)
+        ruleset = read_rules(forbidden, rules, None, criterion)
         calls = calls_from_dicts(extract_calls(actual))
         pipeline = Pipeline(
-            builtin_checks(gold, ruleset, strict=strict, keep_details=True) + user_checks(checks),
+            builtin_checks(gold, ruleset, strict=strict, keep_details=True, weights=norm)
+            + user_checks(checks),
             keep_calls=True,
         )
         run_sync(pipeline, _batches_of(calls))
-        return pipeline_result(pipeline, gold, norm, include_extras=False)
+        return pipeline_result(pipeline, gold, norm, include_extras=False, criterion=criterion)
 
 
 def extract_calls(actual: Any) -> list[Any]:
@@ -293,6 +334,7 @@ def evaluate_trace(
     rules: RulesInput = None,
     checks: Sequence[Any] | None = None,
     pii: bool | Iterable[str] | None = None,
+    pass_rule: PassRule = None,
 ) -> EvaluationResult:
     """Score a trace file against a gold file in one streaming pass.
 
@@ -335,6 +377,7 @@ def evaluate_trace(
             process unless every one of them is mergeable).
         pii: also look for personal data (``True``: email, phone, card numbers, US SSN,
             IBAN; or a list of those kinds), and redact it from findings and reports.
+        pass_rule: what counts as a pass, as for :func:`evaluate`.
 
     Raises:
         InputError: the gold file, the rule file or the trace cannot be opened, or the trace's
@@ -348,6 +391,7 @@ def evaluate_trace(
     forbidden = check_rules(forbidden, "forbidden")
     rules = check_rules(rules, "rules")
     workers = check_workers(workers)
+    criterion = pass_criterion(pass_rule)
     with pii_redaction(pii):
         _no_judge(judge)
         expected = None if gold_file is None else read_gold(gold_file)  # read once
@@ -368,6 +412,7 @@ def evaluate_trace(
             on_calls=on_calls,
             rules=rules,
             checks=checks,
+            criterion=criterion,
         )
         split = _plan_parts(pipeline, trace_file, format, workers, on_calls, keep_calls)
         if split is None:
@@ -375,7 +420,7 @@ def evaluate_trace(
         else:
             from . import parallel
 
-            ruleset = read_rules(forbidden, rules, gold)
+            ruleset = read_rules(forbidden, rules, gold, criterion)
             parallel.run(
                 pipeline,
                 split,
@@ -387,7 +432,12 @@ def evaluate_trace(
             )
             finish_sync(pipeline)
         return pipeline_result(
-            pipeline, gold, norm, include_extras=True, has_gold=gold_file is not None
+            pipeline,
+            gold,
+            norm,
+            include_extras=True,
+            has_gold=gold_file is not None,
+            criterion=criterion,
         )
 
 
@@ -498,6 +548,7 @@ async def evaluate_stream(
     rules: RulesInput = None,
     checks: Sequence[Any] | None = None,
     pii: bool | Iterable[str] | None = None,
+    pass_rule: PassRule = None,
 ) -> EvaluationResult:
     """Score a trace as it streams in, reporting findings the moment they happen.
 
@@ -509,7 +560,7 @@ async def evaluate_stream(
         gold: a gold file's path or the expected calls; ``None``: checks only (no score).
         source: see :data:`TraceSource`.
         format: ``auto`` or a format name, for byte sources.
-        weights, forbidden, strict, rules: as for :func:`evaluate_trace`.
+        weights, forbidden, strict, rules, pass_rule: as for :func:`evaluate_trace`.
         on_finding: receives findings as they happen.
         on_calls: receives completed calls in index order.
         keep_calls: keep every call on the result.
@@ -526,6 +577,7 @@ async def evaluate_stream(
     format = check_format(format)
     forbidden = check_rules(forbidden, "forbidden")
     rules = check_rules(rules, "rules")
+    criterion = pass_criterion(pass_rule)
     with pii_redaction(pii):
         pipeline, gold_calls, norm = open_run(
             gold,
@@ -537,10 +589,16 @@ async def evaluate_stream(
             on_calls=on_calls,
             rules=rules,
             checks=checks,
+            criterion=criterion,
         )
         await run_async(pipeline, aguard_first(abatches(source, format)))
         return pipeline_result(
-            pipeline, gold_calls, norm, include_extras=True, has_gold=gold is not None
+            pipeline,
+            gold_calls,
+            norm,
+            include_extras=True,
+            has_gold=gold is not None,
+            criterion=criterion,
         )
 
 

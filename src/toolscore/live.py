@@ -42,11 +42,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ._args import check_rules
 from .api import (
     GoldInput,
+    PassRule,
     RulesInput,
     TraceSource,
     abatches,
     aguard_first,
     open_run,
+    pass_criterion,
     pipeline_result,
     read_gold,
     read_rules,
@@ -86,6 +88,8 @@ class LiveRun:
     ) -> None:
         self.pipeline = pipeline
         self.has_gold = has_gold
+        self.criterion: PassCriterion | None = None
+        """The pass rule the result's verdict applies."""
         """False without gold: the checks only, no score."""
         """The pipeline being driven (its checks, ``calls_read``, kept ``findings``)."""
         self.started = time.monotonic()
@@ -156,7 +160,12 @@ class LiveRun:
         if self._result is not None:
             return self._result
         return pipeline_result(
-            self.pipeline, self._gold, self._weights, include_extras=True, has_gold=self.has_gold
+            self.pipeline,
+            self._gold,
+            self._weights,
+            include_extras=True,
+            has_gold=self.has_gold,
+            criterion=self.criterion,
         )
 
     def score(self) -> float:
@@ -255,6 +264,7 @@ class LiveRun:
                 self._weights,
                 include_extras=True,
                 has_gold=self.has_gold,
+                criterion=self.criterion,
             )
         except Exception as exc:
             # Handed to the consumer (``__anext__``, ``result``, leaving the block), so the
@@ -319,6 +329,7 @@ async def watch(
     checks: Sequence[Any] | None = None,
     rules: RulesInput = None,
     pii: bool | Iterable[str] | None = None,
+    pass_rule: PassRule = None,
 ) -> AsyncIterator[LiveRun]:
     """Evaluate ``source`` live: findings as they happen, the result at the end.
 
@@ -349,6 +360,8 @@ async def watch(
             as for :func:`~toolscore.api.evaluate_stream`.
         pii: also look for (and redact) personal data: ``True`` for every kind, or kind
             names; ``None`` keeps the enclosing setting.
+        pass_rule: what counts as a pass in ``run.result.verdict()`` (see
+            :func:`~toolscore.api.evaluate`).
 
     Yields:
         The :class:`LiveRun`.
@@ -359,6 +372,7 @@ async def watch(
         UsageError: a bad ``format``.
         ValueError: a bad weight.
     """
+    criterion = pass_criterion(pass_rule)
     with pii_redaction(pii):
         pipeline, gold_calls, norm = open_run(
             gold,
@@ -369,9 +383,11 @@ async def watch(
             on_calls=on_calls,
             checks=checks,
             rules=check_rules(rules, "rules"),
+            criterion=criterion,
         )
         send, receive = anyio.create_memory_object_stream[list[Finding]](buffer)
         run = LiveRun(pipeline, gold_calls, norm, receive, send, on_finding, gold is not None)
+        run.criterion = criterion
         pipeline.on_finding = run._sink
         try:
             with plain_errors():

@@ -201,9 +201,13 @@ class EvaluationResult:
         input_findings: Sequence[Finding] = (),
         input_problems: int = 0,
         has_gold: bool = True,
+        criterion: PassCriterion | None = None,
     ) -> None:
         self.metrics = metrics
         self.has_gold = has_gold
+        self.criterion = criterion
+        """The pass rule the result was evaluated under (``pass_rule=``), which
+        :meth:`verdict` applies by default; None: the default rule."""
         """False when no gold was given: the checks ran, but there is nothing to score."""
         self._weights = dict(weights)
         self.gold_calls = gold_calls
@@ -433,6 +437,7 @@ def reduce(
     include_extras: bool = False,
     has_gold: bool = True,
     score_only: bool = False,
+    criterion: PassCriterion | None = None,
 ) -> EvaluationResult:
     """Merge the checks' states into one result, in Toolscore's key order.
 
@@ -456,6 +461,7 @@ def reduce(
         include_extras: add ``latency_metrics``/``cost_metrics`` (file traces, as
             Toolscore's ``evaluate_trace``).
         has_gold: False for a checks-only evaluation (see :class:`EvaluationResult`).
+        criterion: the pass rule the verdict applies (see :class:`EvaluationResult`).
         score_only: ask each state for its :meth:`~toolscore.checks._base.State.score_metrics`
             only: what the score, the verdict, a live score and a dataset's record read.
     """
@@ -494,4 +500,5 @@ def reduce(
         input_findings=input_findings,
         input_problems=input_problems,
         has_gold=has_gold,
+        criterion=criterion,
     )

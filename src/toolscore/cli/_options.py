@@ -115,6 +115,9 @@ class EvalOptions(RunOptions):
     verbose: bool = False
     workers: int | None = None
     ci: CiOptions = field(default_factory=CiOptions)
+    pass_rule: str | None = None
+    """``--pass``: the pass rule (:func:`toolscore.verdict.parse_pass`); a trace that fails
+    it fails the run (exit 1); on a dataset it decides each trace's pass."""
 
 
 @dataclass(kw_only=True)
@@ -303,6 +306,16 @@ MinPassRateOption = Annotated[
     str | None,
     typer.Option(
         "--min-pass-rate", help="Dataset: exit 1 when the pass rate is below this (0-1 or 80%)."
+    ),
+]
+PassRuleOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pass",
+        help="The pass rule: terms such as 'grade>=B', 'score>=0.8', 'required', "
+        "'no-violations[:forbidden+credentials]', 'match:superset' joined by commas "
+        "(default: 'grade>=A, required, no-violations'). One trace that fails it exits 1.",
+        show_default=False,
     ),
 ]
 PassScoreOption = Annotated[

@@ -87,8 +87,8 @@ def run_dataset(
     (``report``, whose return value is then the exit status).
     """
     # the dataset machinery loads only when a dataset is evaluated: start-up
-    from ..dataset.records import PassCriterion
     from ..outputs import refuse_overlap
+    from ..verdict import PassCriterion, parse_pass
 
     parsed = parse_run_options(opts.weights, opts.fail_under)
     if isinstance(parsed, int):
@@ -97,14 +97,19 @@ def run_dataset(
     try:
         min_rate = None if options.min_pass_rate is None else _rate(options.min_pass_rate)
         pass_score = parse_fail_under(options.pass_score)
+        rule = getattr(opts, "pass_rule", None)
+        criterion = (
+            parse_pass(rule)
+            if rule is not None
+            else PassCriterion(
+                min_score=pass_score,
+                all_calls=options.pass_all_calls,
+                no_violations=options.pass_no_violations,
+            )
+        )
     except ValueError as exc:
         error_line(str(exc).replace("--fail-under", "--pass-score"))
         return exit_code(Outcome(usage_error=True))
-    criterion = PassCriterion(
-        min_score=pass_score,
-        all_calls=options.pass_all_calls,
-        no_violations=options.pass_no_violations,
-    )
     ci_options = getattr(opts, "ci", None)
     try:
         inputs, outputs = _paths(opts, options)

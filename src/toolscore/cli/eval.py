@@ -74,6 +74,7 @@ def eval_command(
     shared_dir: opt.SharedDirOption = None,
     interleaved: opt.InterleavedOption = False,
     missing_trace: opt.MissingTraceOption = "empty",
+    pass_rule: opt.PassRuleOption = None,
 ) -> None:
     """Score a trace against a gold file and report behavior and safety findings.
 
@@ -190,6 +191,7 @@ def _evaluate(
             on_calls=spool,
             workers=opts.workers,
             on_bytes=on_bytes,
+            pass_rule=opts.pass_rule,
         )
         return result
 
@@ -243,15 +245,21 @@ def _gates(result: ReportResult, opts: RunOptions, threshold: float | str | None
             f"ERROR {count} violation(s) found ({verdict.violations.describe()}) "
             "(--fail-on-violations)\n"
         )
+    rule = getattr(opts, "pass_rule", None)
+    if rule is not None and verdict.passed is False:
+        below = True
+        reasons = "; ".join(verdict.criterion.reasons(verdict))
+        sys.stderr.write(f"FAIL the trace does not pass --pass '{rule}': {reasons}\n")
     if threshold is not None and verdict.score is not None:
         score = verdict.score
         if isinstance(threshold, str):
-            below = not passes(score, threshold)
+            under = not passes(score, threshold)
             what = f"grade {verdict.grade} is below --fail-under {threshold}"
         else:
-            below = not score >= threshold - SCORE_EPSILON
+            under = not score >= threshold - SCORE_EPSILON
             what = f"score {score:.1%} is below --fail-under {opts.fail_under}"
-        if below:
+        if under:
+            below = True
             sys.stderr.write(f"FAIL {what}\n")
     sys.stderr.flush()
     return Outcome(violations=violations, below_threshold=below)

@@ -174,27 +174,8 @@ class CiResult:
 
 
 def _why(record: TraceRecord, criterion: PassCriterion) -> str:
-    """Why ``record`` did not pass, in one line."""
-    from ..verdict import passes
-
-    reasons = []
-    score = record.score
-    if score is not None and not (
-        passes(score, criterion.min_score)
-        or (isinstance(criterion.min_score, float) and score >= criterion.min_score - 1e-9)
-    ):
-        want = (
-            f"grade {criterion.min_score}"
-            if isinstance(criterion.min_score, str)
-            else f"{criterion.min_score:g}"
-        )
-        reasons.append(f"score {score:.3f} (grade {record.grade}) is below {want}")
-    recall = record.required_call_recall
-    if criterion.all_calls and recall is not None and recall < 1.0 - 1e-12:
-        reasons.append(f"{recall:.0%} of the required calls completed")
-    if criterion.no_violations and record.violations:
-        reasons.append(f"{record.violations} violation(s)")
-    return "did not pass: " + ("; ".join(reasons) or criterion.describe())
+    """Why ``record`` did not pass, in one line (the criterion's own reasons)."""
+    return "did not pass: " + ("; ".join(criterion.reasons(record)) or criterion.describe())
 
 
 def trace_name(record: TraceRecord) -> str:

@@ -55,7 +55,9 @@ class TraceRecord(msgspec.Struct, kw_only=True, omit_defaults=False):
     failed_calls: int = 0
     retries: int = 0
     violations: int = 0
-    """Forbidden calls plus credentials found."""
+    """Violations of every kind (forbidden calls, credentials, broken rules, personal data)."""
+    matches: dict[str, bool] = msgspec.field(default_factory=dict)
+    """The trajectory match modes the rules asked for, each with whether it passed."""
     findings: dict[str, int] = msgspec.field(default_factory=dict)
     """Findings by ``check/kind``."""
     tools: dict[str, list[int]] = msgspec.field(default_factory=dict)

@@ -321,7 +321,7 @@ class Scorer:
         from ..result import normalize_weights
 
         self.weights = normalize_weights(cfg.weights)
-        self.rules = read_rules(_rules(cfg.forbidden))
+        self.rules = read_rules(_rules(cfg.forbidden), None, None, cfg.criterion)
         self.strict = cfg.strict
         self.details = cfg.details
         self.light = self._light(self.rules)
@@ -507,6 +507,7 @@ def _fill(
     record.retries = sum(retried.values())
     verdict = judge(result, cfg.criterion)
     record.violations = verdict.violations.total
+    record.matches = dict(verdict.matches)
     if failed or retried:
         names = dict.fromkeys([*tools, *failed, *retried])
         record.tools = {
