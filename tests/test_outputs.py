@@ -219,3 +219,31 @@ def test_an_unprivileged_user_writes_to_dev_null_and_stdout() -> None:
         assert report["summary"]["trace_calls_count"] == 5
     finally:
         shutil.rmtree(work)
+
+
+@pytest.mark.parametrize("option", ["-o", "--per-trace", "--markdown"])
+@pytest.mark.parametrize("glob", [False, True])
+def test_an_output_inside_a_dataset_directory_is_refused(
+    tmp_path: Path, option: str, glob: bool
+) -> None:
+    """A report written into the traces (or gold) directory would be read as a trace by the
+    next run, or overwrite one: refused before anything runs, and nothing there changes."""
+    traces, gold = tmp_path / "traces", tmp_path / "gold"
+    traces.mkdir()
+    gold.mkdir()
+    call = {"tool": "search", "args": {}}
+    (traces / "a.jsonl").write_text(json.dumps(call) + "\n")
+    (gold / "a.json").write_text(json.dumps([call]))
+    before = {p: p.read_bytes() for p in (*traces.iterdir(), *gold.iterdir())}
+    source = str(traces / "*.jsonl") if glob else str(traces)
+    for where in (traces, gold):
+        target = where / "a.jsonl" if where is traces else where / "report.out"
+        args = ["eval", str(gold), source, "-o", str(tmp_path / "r.json")]
+        if option == "-o":
+            args[-1] = str(target)
+        else:
+            args += [option, str(target)]
+        proc = run_cli(*args)
+        assert proc.returncode == 2, proc.stderr
+        assert f"{option} {target} is inside" in proc.stderr and "an input" in proc.stderr
+    assert {p: p.read_bytes() for p in (*traces.iterdir(), *gold.iterdir())} == before

@@ -95,7 +95,8 @@ def _identity(path: str) -> tuple[int, int] | None:
 def refuse_overlap(
     inputs: Iterable[tuple[str, str | None]], outputs: Iterable[tuple[str, str | None]]
 ) -> None:
-    """Refuse outputs that are inputs, or the same file as another output.
+    """Refuse outputs that are inputs, lie inside an input directory (a dataset's traces or
+    gold directory, or the directory a glob reads), or are the same file as another output.
 
     Args:
         inputs: ``(what, path)`` pairs (``"the trace"``, ``"trace.jsonl"``); ``None`` or
@@ -106,15 +107,26 @@ def refuse_overlap(
         UsageError: naming the option, the path and the input it would overwrite.
     """
     seen: dict[tuple[int, int] | str, str] = {}
+    folders: list[tuple[str, str]] = []
     for what, path in inputs:
-        if path is None or path == "-":
+        if path is None or path == "-" or "://" in path:
             continue
         identity = _identity(path)
         if identity is not None:
             seen.setdefault(identity, f"{what} {path}")
+        folder = _input_folder(path)
+        if folder is not None:
+            folders.append((folder, f"{what} {path}"))
     for option, path in outputs:
         if path is None:
             continue
+        real = os.path.realpath(path)
+        for folder, what in folders:
+            if real.startswith(folder + os.sep):
+                raise UsageError(
+                    f"{option} {path} is inside {what}, an input: refusing to write there "
+                    "(it could be read as input, or overwrite one)"
+                )
         key: tuple[int, int] | str | None = _identity(path)
         if key is None:
             real = os.path.realpath(path)
@@ -126,6 +138,18 @@ def refuse_overlap(
         if other is not None:
             raise UsageError(f"{option} {path} is {other}: refusing to overwrite it")
         seen[key] = f"the output of {option} {path}"
+
+
+def _input_folder(path: str) -> str | None:
+    """The real directory an input reads everything below: a directory itself, or the
+    directory part of a glob before its first wildcard; None for a file."""
+    if any(c in path for c in "*?["):
+        head = path[: min(path.index(c) for c in "*?[" if c in path)]
+        folder = os.path.dirname(head) or "."
+        return os.path.realpath(folder)
+    if os.path.isdir(path):
+        return os.path.realpath(path)
+    return None
 
 
 def user_os_error(exc: OSError, path: str) -> OSError:
