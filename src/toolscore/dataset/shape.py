@@ -113,8 +113,8 @@ def trace_is_dataset(trace: str) -> bool:
     :data:`SNIFF_TRACES` bytes name more than one trace id (``trace_id``, ``session_id``...).
     ``toolscore eval`` then reads it trace by trace, each against the gold, rather than as
     one trace (a second id further on is still said, by the reader: ``several_traces``)."""
-    if trace == "-" or is_url(trace):
-        return False
+    if trace == "-" or is_url(trace) or not os.path.isfile(trace):
+        return False  # a pipe or a device: reading it here would take what the run reads
     try:
         with open(trace, "rb") as f:
             head = f.read(SNIFF_TRACES)
