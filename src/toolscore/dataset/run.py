@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import msgspec
 
+from ..api import read_rules
 from .aggregate import Aggregate, TaskOutcome, overall_pass
 from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids, gold_lookup
@@ -41,11 +42,9 @@ from .worker import (
     GOLD_ERRORS,
     Config,
     PartResult,
-    RuleFile,
     evaluate_absent,
     fewer_collections,
     range_lines,
-    read_rule_file,
 )
 
 __all__ = ["DatasetResult", "aevaluate_dataset", "evaluate_dataset"]
@@ -303,12 +302,8 @@ def evaluate_dataset(
     own_client: Any = None
     shared: str | None = None
     try:
-        # the rule file is read (and checked) here, first: a worker anywhere gets its rules
-        rules: RuleFile | tuple[Any, ...] | None = None
-        if isinstance(forbidden, str):
-            rules = read_rule_file(forbidden)
-        elif forbidden is not None:
-            rules = tuple(forbidden)
+        # the rules are read (and checked) here, first: a worker anywhere gets them
+        rules = read_rules(forbidden)
         spec = build_gold(
             gold,
             work,
