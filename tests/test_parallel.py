@@ -274,7 +274,7 @@ def test_plan_cuts_large_custom_json_lines_at_line_starts(
     split = parallel.plan(path, "auto", 3)
     # the main process's part, then a big and a small part for each of the other two
     assert split is not None and split.parts == 5 and split.per_process == 2
-    assert split.groups() == [range(1, 3), range(3, 5)]
+    assert split.processes == 2
     sizes = [b - a for a, b in itertools.pairwise(split.bounds)]
     assert sizes[2] < sizes[1] / 4 and sizes[4] < sizes[3] / 4
     assert abs(sizes[0] - sizes[1]) < len(data) / 20

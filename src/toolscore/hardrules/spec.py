@@ -28,7 +28,6 @@ Python takes the same shapes (``evaluate(..., rules={...})``), with matchers whe
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -170,12 +169,14 @@ class RuleSet:
             or self.match
         )
 
-    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
-        # to a worker process or a Dask worker: compiled schemas do not pickle, their JSON does
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        if self.schemas is not None:
-            fields["schemas"] = dict(self.schemas.schemas)
-        return (_unpickled, (fields,))
+    def __getstate__(self) -> dict[str, Any]:  # compiled schemas go as their JSON
+        return {**self.__dict__, "schemas": getattr(self.schemas, "schemas", None)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from .schemas import ToolSchemas  # (a worker rebuilds them)
+
+        schemas = state["schemas"]
+        self.__dict__.update(state, schemas=None if schemas is None else ToolSchemas(schemas))
 
     def rule_count(self) -> int:
         """How many hard rules: each order, count and data-flow rule, the allowlist, each
@@ -186,14 +187,6 @@ class RuleSet:
             len(self.order) + len(self.counts) + len(self.data_flow) + allow + schemas
             + len(self.match)
         )  # fmt: skip
-
-
-def _unpickled(fields: dict[str, Any]) -> RuleSet:
-    if fields["schemas"] is not None:
-        from .schemas import ToolSchemas
-
-        fields = {**fields, "schemas": ToolSchemas(fields["schemas"])}
-    return RuleSet(**fields)
 
 
 def _short(value: object, limit: int = 80) -> str:

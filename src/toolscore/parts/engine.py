@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 __all__ = ["ENGINES", "PartLost", "caught", "run_parts"]
 
@@ -25,13 +25,6 @@ SENT_IN_FLIGHT = 8
 """Parts sent with their bytes (``send``) in flight at most on a cluster: a dataset's byte
 range of about :data:`~toolscore.parts.plan.PART_BYTES`, or a partition of about
 :data:`~toolscore.parts.plan.GATHER_BYTES`."""
-
-
-class Indexed(Protocol):
-    """A part: numbered, the parts of one run consecutively."""
-
-    @property
-    def index(self) -> int: ...
 
 
 @dataclass

@@ -1,14 +1,10 @@
 """Several processes for one big trace file: parts read side by side, merged in order.
 
-toolscore's time goes to the interpreter, one call after another, and one interpreter runs on
-one core. For a large JSON Lines file of the custom format (a regular file, not compressed),
-:func:`plan` cuts the file at line boundaries: a first part for the main process, and two for
-each other core, a big one and then a small one. :func:`run` reads the parts but the first in
-forked processes, each part with a pipeline of its own, while the main process reads the first
-part itself; then it merges the parts into the main pipeline in order, as if it had read the
-whole file. A process hands over each part as soon as it has read it, so the merge of its big
-part runs while it reads its small one, and only the small part's merge is left at the end.
-The merge:
+For a large JSON Lines file of the custom format (a regular file, not compressed), :func:`plan`
+cuts the file at line starts: part 0 for the main process, and for each other core a big part
+and a small one. :func:`run` reads part 0 here while the others run on the engine's forked
+pool (:mod:`.engine`), each with a pipeline of its own, and merges each, in order, as soon as
+it is done (so only the small parts' merges are left at the end). The merge:
 
 - each part's checks were told :meth:`~toolscore.checks._base.BaseCheck.begin_part`, and
   their states (:class:`~toolscore.checks._base.State`) are merged in order after the main
@@ -82,9 +78,7 @@ def available_cpus() -> int:
 class Plan:
     """Where a file is cut: part ``k`` is the bytes ``[bounds[k], bounds[k + 1])``.
 
-    The main process reads part 0; each other process reads ``per_process`` consecutive
-    parts, one after the other (the last process perhaps fewer), and hands each over as soon
-    as it is read.
+    The main process reads part 0; the others run on ``processes`` forked readers.
     """
 
     path: str
@@ -95,10 +89,10 @@ class Plan:
     def parts(self) -> int:
         return len(self.bounds) - 1
 
-    def groups(self) -> list[range]:
-        """The parts each other process reads, in order."""
-        step = max(1, self.per_process)
-        return [range(k, min(k + step, self.parts)) for k in range(1, self.parts, step)]
+    @property
+    def processes(self) -> int:
+        """The other processes: one per ``per_process`` parts past the first."""
+        return -(-(self.parts - 1) // max(1, self.per_process))
 
 
 def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
@@ -398,7 +392,7 @@ def run(
         _read_forked,
         _Job(plan, make_checks, tmp, spool_calls, progress),
         engine=_FORK,
-        workers=len(plan.groups()),
+        workers=plan.processes,
         here=lambda part: first if part.index == 0 else None,
         setup=_reader_setup(os.getpid(), tmp),
     )
