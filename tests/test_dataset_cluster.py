@@ -235,7 +235,7 @@ def test_workers_that_do_not_see_the_work_directory(
     packed.write_bytes(gzip.compress(traces.read_bytes()))
     from distributed import get_task_stream
 
-    from toolscore.dataset import engine
+    from toolscore.parts import engine
 
     monkeypatch.setattr(engine, "SENT_IN_FLIGHT", 1)  # (each waits for the one before)
     opts: dict[str, Any] = {"part_bytes": 20_000}

@@ -12,12 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _secrets import PLANTED
+from toolscore.api import read_rules
 from toolscore.dataset.gold import GoldSpec
 from toolscore.dataset.worker import Config, FileFormat, Scorer, evaluate_one
 from toolscore.gold import gold_from_dicts
 
 TOOLS = ["search", "book", "cancel", "get_user"]
-FORBIDDEN = ({"tool": "cancel", "args": {"reason": "now"}},)
+FORBIDDEN = read_rules([{"tool": "cancel", "args": {"reason": "now"}}])
 
 call = st.fixed_dictionaries(
     {

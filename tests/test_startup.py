@@ -13,11 +13,11 @@ from _cli import EXAMPLE, cli_env
 # engine, the parallel reader, the hard rules' machinery, reports not asked for, CI outputs
 NOT_FOR_ONE_TRACE = (
     "pydantic",
-    "toolscore.dataset.engine",
+    "toolscore.parts.engine",
     "toolscore.dataset.gold",
     "toolscore.dataset.inputs",
     "toolscore.dataset.worker",
-    "toolscore.parallel",
+    "toolscore.parts.trace",
     "multiprocessing",
     "toolscore.hardrules.matching",
     "toolscore.hardrules.state",
@@ -39,10 +39,10 @@ NOT_FOR_IMPORT = (
     "pydantic",
     "toolscore.api",
     "toolscore.cli",
-    "toolscore.dataset.engine",
+    "toolscore.parts.engine",
     "toolscore.hardrules.spec",
     "toolscore.reports.html",
-    "toolscore.parallel",
+    "toolscore.parts.trace",
     "jsonschema",
     "sqlite3",
 )

@@ -44,7 +44,7 @@ from .result import EvaluationResult, normalize_weights, reduce
 from .verdict import PassCriterion, parse_pass
 
 if TYPE_CHECKING:
-    from . import parallel
+    from .parts import trace as parallel
 
 __all__ = [
     "GoldInput",
@@ -344,7 +344,7 @@ def evaluate_trace(
 
     With ``workers`` other than 1, a large JSON Lines file of the custom format is read in
     parts by that many processes (None: one per CPU), forked from this one, and merged into
-    the same result (see :mod:`toolscore.parallel`); other traces are read in one. Fork only
+    the same result (see :mod:`toolscore.parts.trace`); other traces are read in one. Fork only
     from a process without other threads running.
 
     The positional order is Toolscore 1.10's (``gold_file, trace_file, format,
@@ -418,7 +418,7 @@ def evaluate_trace(
         if split is None:
             run_sync(pipeline, guard_first(iter_batches(trace_file, format, on_bytes=on_bytes)))
         else:
-            from . import parallel
+            from .parts import trace as parallel
 
             ruleset = read_rules(forbidden, rules, gold, criterion)
             parallel.run(
@@ -475,7 +475,7 @@ def _plan_parts(
 ) -> parallel.Plan | None:
     if workers == 1 or not _may_split(trace, workers):
         return None  # a small trace: the parallel reader is not even imported
-    from . import parallel
+    from .parts import trace as parallel
     from .sources.detect import check_format
 
     if not parallel.mergeable(pipeline.checks, on_calls, keep_calls):
@@ -485,7 +485,7 @@ def _plan_parts(
 
 
 def _may_split(trace: Any, workers: int | None) -> bool:
-    """False when :func:`toolscore.parallel.plan` surely reads ``trace`` in one part: one
+    """False when :func:`toolscore.parts.trace.plan` surely reads ``trace`` in one part: one
     worker, not a path, stdin, or a regular file of less than two parts' bytes."""
     if workers is not None and workers <= 1:
         return False
@@ -494,7 +494,7 @@ def _may_split(trace: Any, workers: int | None) -> bool:
     path = os.fspath(trace)
     if not isinstance(path, str) or path == "-":
         return False
-    loaded = sys.modules.get(f"{__package__}.parallel")  # its value, as a caller may set it
+    loaded = sys.modules.get(f"{__package__}.parts.trace")  # its value, as a caller may set it
     least = getattr(loaded, "PARALLEL_MIN_BYTES", limits.PARALLEL_MIN_BYTES)
     try:
         return os.path.getsize(path) >= 2 * least

@@ -71,7 +71,7 @@ DEFAULT_MAX_VALUE_BYTES = 64 << 20
 """The default of :func:`max_value_bytes`: 64 MiB."""
 
 PARALLEL_MIN_BYTES = 16 << 20
-"""The smallest part of a trace worth a process of its own (:mod:`toolscore.parallel`, which
+"""The smallest part of a trace worth a process of its own (:mod:`toolscore.parts.trace`, which
 reads it as its own ``PARALLEL_MIN_BYTES``)."""
 
 EXACT_PAIRING_MAX_GOLD = 2000

@@ -11,7 +11,7 @@ frozen, picklable value (a dataclass) that everything after the checks works fro
 
 - the reducer (:func:`toolscore.result.reduce`) takes states only, and asks each for
   :meth:`State.metrics`, its part of ``EvaluationResult.metrics`` in Toolscore's layout;
-- parts of a trace read side by side (:mod:`toolscore.parallel`), a live run's snapshot
+- parts of a trace read side by side (:mod:`toolscore.parts.trace`), a live run's snapshot
   (:meth:`toolscore.live.LiveRun.snapshot`) and aggregators hand states around.
 
 **Merging.** ``a.merge(b)`` is the state of the calls of ``a`` followed by the calls of ``b``,
@@ -158,7 +158,7 @@ class BaseCheck:
     them.
 
     A check whose :meth:`state` merges (see the module docstring) sets :attr:`mergeable`, so
-    that parts of a trace read by other processes (:mod:`toolscore.parallel`) can be merged.
+    that parts of a trace read by other processes (:mod:`toolscore.parts.trace`) can be merged.
     """
 
     name = "check"

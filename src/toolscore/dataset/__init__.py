@@ -4,7 +4,7 @@
 a file, directory, glob or fsspec URL, scores each whole against its gold in a worker, and
 adds the per-trace records up into a mergeable :class:`Aggregate` (mean, median, p10, grades,
 pass rate, pass@k and pass^k by task, per-tool failure and retry rates, findings by kind).
-See :mod:`.inputs` for what TRACES may be, :mod:`.gold` for the gold forms, :mod:`.engine`
+See :mod:`.inputs` for what TRACES may be, :mod:`.gold` for the gold forms, :mod:`toolscore.parts`
 for where parts run.
 
 Each name is imported the first time it is used: ``toolscore eval`` imports

@@ -21,8 +21,9 @@ from typing import IO, Any
 
 import msgspec
 
+from ..api import read_rules
+from ..parts.engine import PartLost, caught, run_parts
 from .aggregate import Aggregate, TaskOutcome, overall_pass
-from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids, gold_lookup
 from .inputs import (
     PART_BYTES,
@@ -41,11 +42,10 @@ from .worker import (
     GOLD_ERRORS,
     Config,
     PartResult,
-    RuleFile,
     evaluate_absent,
     fewer_collections,
     range_lines,
-    read_rule_file,
+    run_part,
 )
 
 __all__ = ["DatasetResult", "aevaluate_dataset", "evaluate_dataset"]
@@ -303,12 +303,8 @@ def evaluate_dataset(
     own_client: Any = None
     shared: str | None = None
     try:
-        # the rule file is read (and checked) here, first: a worker anywhere gets its rules
-        rules: RuleFile | tuple[Any, ...] | None = None
-        if isinstance(forbidden, str):
-            rules = read_rule_file(forbidden)
-        elif forbidden is not None:
-            rules = tuple(forbidden)
+        # the rules are read (and checked) here, first: a worker anywhere gets them
+        rules = read_rules(forbidden, None, None, criterion)
         spec = build_gold(
             gold,
             work,
@@ -693,6 +689,28 @@ def _gold_or_none(lookup: Any, gold_id: str) -> list[Any] | None:
     return found
 
 
+def with_data(part: Part) -> Part:
+    """``part`` with its bytes, as sent to a cluster: a :attr:`~.inputs.Part.ship` range or
+    partition, read from this machine's files as it is submitted (at most the parts in
+    flight are in memory)."""
+    sections = part.gather or ((part.inputs[0].path, part.start, part.end or part.start, 0),)
+    pieces = []
+    for path, start, end, _ in sections:
+        with open(path, "rb") as f:
+            f.seek(start)
+            pieces.append(f.read(end - start))
+    return replace(part, data=b"".join(pieces))
+
+
+def _scattered_here(cfg: Config) -> Callable[[Part], Callable[[], PartResult] | None]:
+    """A scatter range whose file only this machine reads runs here."""
+
+    def here(part: Part) -> Callable[[], PartResult] | None:
+        return partial(caught, part, run_part, cfg) if part.ship and part.scatter else None
+
+    return here
+
+
 def _within(offset: int | None, spans: list[tuple[int, int]]) -> bool:
     return offset is not None and any(start <= offset < end for start, end in spans)
 
@@ -889,12 +907,16 @@ def _drive(
     count = workers or os.cpu_count() or 1
     run = partial(
         run_parts,
+        run=run_part,
         cfg=cfg,
         engine=effective,
         workers=workers,
         client=client,
         scheduler=scheduler,
         on_retry=retried,
+        here=_scattered_here(cfg),
+        send=with_data,
+        preload=("toolscore.dataset.worker", "toolscore.api"),
     )
     try:
         for outcome in run(list(parts)):

@@ -23,6 +23,7 @@ from typing import IO, Any
 from ..calls import Batch, ToolCall
 from ..columns import Columns
 from ..errors import InputError, ToolscoreError
+from ..hardrules.spec import RuleSet
 from ..redact import redact_secrets
 from ..sources._drive import decompressing, is_compressed
 from ..verdict import PassCriterion, judge
@@ -68,9 +69,7 @@ __all__ = [
     "MISSING_TRACE",
     "Config",
     "PartResult",
-    "RuleFile",
     "range_lines",
-    "read_rule_file",
     "run_part",
 ]
 
@@ -89,8 +88,9 @@ class Config:
     gold: GoldSpec
     format: str = "auto"
     weights: dict[str, float] | None = None
-    forbidden: RuleFile | tuple[Any, ...] | None = None
-    """The rule file (:func:`read_rule_file`), or forbidden rules given in Python."""
+    forbidden: RuleSet | None = None
+    """The run's rules, read once by :func:`toolscore.api.read_rules` (they pickle as their
+    source: a worker anywhere builds the same)."""
     strict: bool = False
     trace_key: str | None = None
     """``None`` or ``auto``: detected per file from :data:`~.inputs.ID_KEYS`."""
@@ -227,61 +227,6 @@ class _ToolCounter:
         self.counts.update(columns.tools)
 
 
-@dataclass(frozen=True)
-class RuleFile:
-    """A rule file as the driver read it (picklable, unlike the rules built from it): its
-    name and its JSON, with the schema file it names read in, so that a worker on any
-    machine builds the same rules without reading a file."""
-
-    name: str
-    data: Any
-    token: str = field(default_factory=lambda: uuid.uuid4().hex)
-    """Identifies these rules in a worker's cache."""
-
-
-def read_rule_file(path: str) -> RuleFile:
-    """Read and check the rule file ``path`` here, before any worker starts.
-
-    Raises:
-        RuleFileError: as :func:`~toolscore.hardrules.load_rules` (the file, the rule, the
-            line): the run does not start.
-    """
-    from ..errors import RuleFileError
-    from ..hardrules import load_rules
-    from ..hardrules.schemas import schema_file
-    from ..jsonfile import read_json
-
-    load_rules(path)
-    data = read_json(path, "rule file", RuleFileError)[0]
-    if isinstance(data, dict) and isinstance(data.get("schemas"), str):
-        named = schema_file(path, data["schemas"])
-        data = {**data, "schemas": read_json(named, "schema file", RuleFileError)[0]}
-    return RuleFile(path, data)
-
-
-_RULES: dict[Any, Any] = {}
-
-
-def _rules(forbidden: RuleFile | tuple[Any, ...] | None) -> Any:
-    if forbidden is None:
-        return None
-    key = forbidden.token if isinstance(forbidden, RuleFile) else id(forbidden)
-    rules = _RULES.get(key)
-    if rules is None:
-        from ..hardrules import ruleset_from_json
-        from ..rules import rules_from_python
-
-        # a rule file holds forbidden rules or an object with hard rules too, as for one trace
-        rules = (
-            ruleset_from_json(forbidden.data, forbidden.name)
-            if isinstance(forbidden, RuleFile)
-            else rules_from_python(list(forbidden))
-        )
-        _RULES.clear()
-        _RULES[key] = rules
-    return rules
-
-
 class _Tasks:
     def __init__(self, cfg: Config) -> None:
         pattern = cfg.task_regex or DEFAULT_TASK_REGEX
@@ -313,7 +258,7 @@ class Scorer:
     """
 
     def __init__(self, cfg: Config) -> None:
-        from ..api import builtin_checks, guard_first, pipeline_result, read_rules
+        from ..api import builtin_checks, guard_first, pipeline_result
         from ..checks.secrets import ToolNames
         from ..hardrules.spec import combine
         from ..pipeline import Pipeline, run_sync
@@ -321,7 +266,7 @@ class Scorer:
         from ..result import normalize_weights
 
         self.weights = normalize_weights(cfg.weights)
-        self.rules = read_rules(_rules(cfg.forbidden), None, None, cfg.criterion)
+        self.rules = cfg.forbidden  # the run's rules, the pass rule's among them
         self.strict = cfg.strict
         self.details = cfg.details
         self.light = self._light(self.rules)
@@ -457,7 +402,7 @@ def evaluate_one(
                 data,
                 format=cfg.format,
                 weights=cfg.weights,
-                forbidden=_rules(cfg.forbidden),
+                forbidden=cfg.forbidden,
                 strict=cfg.strict,
                 on_calls=counter,
             )

@@ -179,6 +179,15 @@ class RuleSet:
             or self.match
         )
 
+    def __getstate__(self) -> dict[str, Any]:  # compiled schemas go as their JSON
+        return {**self.__dict__, "schemas": getattr(self.schemas, "schemas", None)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from .schemas import ToolSchemas  # (a worker rebuilds them)
+
+        schemas = state["schemas"]
+        self.__dict__.update(state, schemas=None if schemas is None else ToolSchemas(schemas))
+
     def rule_count(self) -> int:
         """How many hard rules: each order, count and data-flow rule, the allowlist, each
         schema, each match mode."""

@@ -1,14 +1,10 @@
 """Several processes for one big trace file: parts read side by side, merged in order.
 
-toolscore's time goes to the interpreter, one call after another, and one interpreter runs on
-one core. For a large JSON Lines file of the custom format (a regular file, not compressed),
-:func:`plan` cuts the file at line boundaries: a first part for the main process, and two for
-each other core, a big one and then a small one. :func:`run` reads the parts but the first in
-forked processes, each part with a pipeline of its own, while the main process reads the first
-part itself; then it merges the parts into the main pipeline in order, as if it had read the
-whole file. A process hands over each part as soon as it has read it, so the merge of its big
-part runs while it reads its small one, and only the small part's merge is left at the end.
-The merge:
+For a large JSON Lines file of the custom format (a regular file, not compressed), :func:`plan`
+cuts the file at line starts: part 0 for the main process, and for each other core a big part
+and a small one. :func:`run` reads part 0 here while the others run on the engine's forked
+pool (:mod:`.engine`), each with a pipeline of its own, and merges each, in order, as soon as
+it is done (so only the small parts' merges are left at the end). The merge:
 
 - each part's checks were told :meth:`~toolscore.checks._base.BaseCheck.begin_part`, and
   their states (:class:`~toolscore.checks._base.State`) are merged in order after the main
@@ -41,22 +37,21 @@ import pickle
 import shutil
 import signal
 import tempfile
-import traceback
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._idkeys import ID_KEYS
-from ._interrupt import Interrupted
-from .calls import Batch, Finding, FindingValues, Location
-from .checks._base import BaseCheck, State
-from .dataset.shape import first_record
-from .errors import InputError
-from .limits import PARALLEL_MIN_BYTES
-from .pipeline import Pipeline, emit_sync, feed_sync, finding_order
-from .redact import redact_findings
+from .._idkeys import ID_KEYS
+from .._interrupt import Interrupted
+from ..calls import Batch, Finding, FindingValues, Location
+from ..checks._base import BaseCheck, State
+from ..dataset.shape import first_record
+from ..errors import InputError
+from ..limits import PARALLEL_MIN_BYTES
+from ..pipeline import Pipeline, emit_sync, feed_sync, finding_order
+from ..redact import redact_findings
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -85,9 +80,7 @@ def available_cpus() -> int:
 class Plan:
     """Where a file is cut: part ``k`` is the bytes ``[bounds[k], bounds[k + 1])``.
 
-    The main process reads part 0; each other process reads ``per_process`` consecutive
-    parts, one after the other (the last process perhaps fewer), and hands each over as soon
-    as it is read.
+    The main process reads part 0; the others run on ``processes`` forked readers.
     """
 
     path: str
@@ -98,10 +91,10 @@ class Plan:
     def parts(self) -> int:
         return len(self.bounds) - 1
 
-    def groups(self) -> list[range]:
-        """The parts each other process reads, in order."""
-        step = max(1, self.per_process)
-        return [range(k, min(k + step, self.parts)) for k in range(1, self.parts, step)]
+    @property
+    def processes(self) -> int:
+        """The other processes: one per ``per_process`` parts past the first."""
+        return -(-(self.parts - 1) // max(1, self.per_process))
 
 
 def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
@@ -121,8 +114,8 @@ def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
         return None
     if _FORK not in multiprocessing.get_all_start_methods():
         return None
-    from .sources import source_size
-    from .sources.detect import detect
+    from ..sources import source_size
+    from ..sources.detect import detect
 
     size = source_size(path)
     if size is None:
@@ -215,10 +208,10 @@ def _part_batches(
 ) -> Iterator[Batch]:
     """Part ``k`` read as JSON Lines, its calls numbered from ``calls``, its lines from
     ``lines``; ``newlines[0]`` counts the part's newlines on the way."""
-    from .sources._drive import CHUNK_SIZE
-    from .sources._util import count_newlines
-    from .sources.custom import CustomDialect
-    from .sources.jsonl import JsonlDecoder
+    from ..sources._drive import CHUNK_SIZE
+    from ..sources._util import count_newlines
+    from ..sources.custom import CustomDialect
+    from ..sources.jsonl import JsonlDecoder
 
     dialect = CustomDialect(plan.path)
     dialect.next_index = calls
@@ -252,54 +245,6 @@ def _part_batches(
     yield batch
 
 
-def _read_parts(
-    plan: Plan,
-    ks: range,
-    make_checks: Callable[[], list[BaseCheck]],
-    tmp: str,
-    spool_calls: bool,
-    conn: Any,
-    progress: Any,
-    parent: int = 0,
-) -> None:
-    """In a forked process: read parts ``ks`` one after the other, each with a pipeline of
-    its own, and send each one's result as soon as it is read.
-
-    The process ends with its parent ``parent``, whatever ends that (see
-    :func:`_end_with_parent`); Ctrl-C is the main process's to handle (it stops the others)."""
-    _end_with_parent(parent)
-    # the parent's handlers came with the fork: Ctrl-C is the parent's to handle (it stops
-    # this process), and SIGTERM (the parent's terminate()) ends this one at once
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    kept: list[Any] = []  # every part's checks live on: see the end
-    tempfile.tempdir = tmp  # the checks' files (run files, name logs): the parent removes them
-
-    def advance(n: int) -> None:
-        with progress.get_lock():
-            progress.value += n
-
-    try:
-        for k in ks:
-            result, checks = read_part(plan, k, make_checks, tmp, spool_calls, advance)
-            kept.append(checks)
-            # the result through a file, its name through the pipe: a pipe holds 64 KiB,
-            # and a result of megabytes (the hard rules' state of a part) sent through it
-            # kept this process waiting until the main process, still reading its own
-            # part, took it, instead of reading its next part
-            path = os.path.join(tmp, f"result-{k}")
-            with open(path, "wb") as out:
-                pickle.dump(result, out, pickle.HIGHEST_PROTOCOL)
-            conn.send(("file", path))
-    except BaseException:
-        conn.send(("failed", traceback.format_exc()))
-    finally:
-        conn.close()
-        # Leave now: freeing this process's objects would run their finalizers, and the
-        # distinct-signature counter's would delete the run files just handed over.
-        os._exit(0)
-
-
 _PR_SET_PDEATHSIG = 1
 
 
@@ -329,7 +274,7 @@ def read_part(
 ) -> tuple[PartResult, list[BaseCheck]]:
     """Read part ``k`` with a pipeline of its own: what to send, and the checks (whose files
     the result names)."""
-    from .reports.json import CallSpool
+    from ..reports.json import CallSpool
 
     checks = make_checks()
     for check in checks:
@@ -360,6 +305,59 @@ def read_part(
     return result, checks
 
 
+@dataclass(frozen=True)
+class _Part:
+    index: int
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What a forked reader needs (it inherits it: ``make_checks`` need not pickle)."""
+
+    plan: Plan
+    make_checks: Callable[[], list[BaseCheck]]
+    tmp: str
+    spool_calls: bool
+    progress: Any
+
+
+_KEPT: list[Any] = []
+"""In a forked reader, every part's checks: their finalizers would delete the run files
+just handed over (the process leaves without freeing them)."""
+
+
+def _read_forked(part: _Part, job: _Job) -> str:
+    """In a forked reader: read a part with a pipeline of its own; its result goes through a
+    file, whose name is returned (a result of megabytes, the hard rules' state of a part,
+    through the pool's pipe kept this reader waiting until the main process, still reading
+    its own part, took it)."""
+
+    def advance(n: int) -> None:
+        with job.progress.get_lock():
+            job.progress.value += n
+
+    result, checks = read_part(
+        job.plan, part.index, job.make_checks, job.tmp, job.spool_calls, advance
+    )
+    _KEPT.append(checks)
+    path = os.path.join(job.tmp, f"result-{part.index}")
+    with open(path, "wb") as out:
+        pickle.dump(result, out, pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+def _reader_setup(parent: int, tmp: str) -> Callable[[], None]:
+    def setup() -> None:
+        _end_with_parent(parent)
+        # the parent's handlers came with the fork: Ctrl-C is the parent's to handle (it
+        # stops this process), and SIGTERM (the parent's terminate()) ends this one at once
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        tempfile.tempdir = tmp  # the checks' files (run files, name logs): removed by the parent
+
+    return setup
+
+
 def run(
     pipeline: Pipeline,
     plan: Plan,
@@ -368,7 +366,8 @@ def run(
     on_bytes: Callable[[int], None] | None = None,
 ) -> None:
     """Read ``plan``'s parts into ``pipeline`` (fed, not finished: see
-    :func:`~toolscore.pipeline.finish_sync`).
+    :func:`~toolscore.pipeline.finish_sync`): part 0 here, the others on the forked pool of
+    :func:`~toolscore.parts.engine.run_parts`, merged in order as each is done.
 
     Args:
         pipeline: the main pipeline; see :func:`mergeable`.
@@ -376,7 +375,9 @@ def run(
         make_checks: builds a fresh set of the same checks, for a part's process.
         on_bytes: told the bytes read, by every process.
     """
-    ctx = multiprocessing.get_context("fork")
+    from .engine import PartLost, run_parts
+
+    ctx = multiprocessing.get_context(_FORK)
     progress = ctx.Value("q", 0)
 
     def report(n: int) -> None:  # own bytes, and the other processes' since the last time
@@ -391,30 +392,31 @@ def run(
     tmp = tempfile.mkdtemp(
         prefix="toolscore-parts-", dir=getattr(pipeline.on_calls, "directory", None)
     )
+    newlines = [0]
+
+    def first() -> bool:
+        return bool(feed_sync(pipeline, _part_batches(plan, 0, 0, 0, report, newlines)))
+
     failed = False
-    workers: list[tuple[Any, Any]] = []  # (process, pipe end) for each part past the first
+    outcomes = run_parts(
+        [_Part(k) for k in range(plan.parts)],
+        _read_forked,
+        _Job(plan, make_checks, tmp, spool_calls, progress),
+        engine=_FORK,
+        workers=plan.processes,
+        here=lambda part: first if part.index == 0 else None,
+        setup=_reader_setup(os.getpid(), tmp),
+    )
     try:
-        for ks in plan.groups():
-            receive, send = ctx.Pipe(duplex=False)
-            process = ctx.Process(
-                target=_read_parts,
-                args=(plan, ks, make_checks, tmp, spool_calls, send, progress),
-                kwargs={"parent": os.getpid()},
-                daemon=True,
-            )
-            process.start()
-            send.close()
-            workers.extend((process, receive) for _ in ks)
-        newlines = [0]
-        if not feed_sync(pipeline, _part_batches(plan, 0, 0, 0, report, newlines)):
+        if not next(outcomes):
             return  # a read error: what follows it does not count
         lines = newlines[0]
-        for k, (process, receive) in enumerate(workers, 1):
+        for k, outcome in enumerate(outcomes, 1):
             if _stop_requested():  # Ctrl-C or SIGTERM: the parts merged so far count
                 pipeline.error = _stopped(plan.path)
                 return
-            outcome = _receive(process, receive)
-            if not isinstance(outcome, PartResult):
+            got = outcome.reason if isinstance(outcome, PartLost) else _load(outcome)
+            if not isinstance(got, PartResult):
                 if _stop_requested():  # Ctrl-C or SIGTERM ended it: what was read counts
                     pipeline.error = _stopped(plan.path)
                     return
@@ -422,26 +424,22 @@ def run(
                 warnings.warn(
                     f"toolscore: part {k + 1} of {plan.path} (bytes {plan.bounds[k]}-"
                     f"{plan.bounds[k + 1]}) could not be read in a process of its own, so the "
-                    f"main process reads it: {outcome.strip().splitlines()[-1]}",
+                    f"main process reads it: {got.strip().splitlines()[-1]}",
                     RuntimeWarning,
                     stacklevel=2,
                 )
-                outcome, _ = read_part(plan, k, make_checks, tmp, spool_calls, report)
-            _merge(pipeline, outcome, pipeline.calls_read, lines)
-            if outcome.error is not None:
+                got, _ = read_part(plan, k, make_checks, tmp, spool_calls, report)
+            _merge(pipeline, got, pipeline.calls_read, lines)
+            if got.error is not None:
                 return
-            lines += outcome.lines
+            lines += got.lines
             with contextlib.suppress(Interrupted):  # a stop is taken up at the loop's top
                 report(0)
     except BaseException:
         failed = True
         raise
     finally:
-        for process, receive in dict(workers).items():  # each process once
-            receive.close()
-            if process.is_alive():
-                process.terminate()
-            process.join()
+        outcomes.close()  # (the readers still reading end now)
         if failed:  # stopped by an exception (a second Ctrl-C): nothing will read them
             shutil.rmtree(tmp, ignore_errors=True)
         else:
@@ -450,35 +448,29 @@ def run(
 
 
 def _stop_requested() -> bool:
-    from ._interrupt import active
+    from .._interrupt import active
 
     stop = active()
     return stop is not None and stop.requested
 
 
 def _stopped(path: str) -> InputError:
-    from ._interrupt import active
-    from .errors import MalformedTrace
+    from .._interrupt import active
+    from ..errors import MalformedTrace
 
     stop = active()
     what = stop.describe() if stop is not None else "interrupted"
     return MalformedTrace(path, f"cannot read the input: {what}")
 
 
-def _receive(process: Any, receive: Any) -> PartResult | str:
+def _load(path: str) -> PartResult | str:
+    """A forked reader's result, from the file it names; or why there is none."""
     try:
-        status, payload = receive.recv()
-    except (EOFError, OSError):
-        process.join()
-        return f"the part's process ended with code {process.exitcode}"
-    if status != "file":
-        return str(payload)
-    try:
-        with open(payload, "rb") as fh:
+        with open(path, "rb") as fh:
             result: PartResult = pickle.load(fh)
     except (OSError, EOFError, pickle.UnpicklingError) as exc:
         return f"the part's result could not be read: {exc}"
-    os.unlink(payload)
+    os.unlink(path)
     return result
 
 
