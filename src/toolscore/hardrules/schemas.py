@@ -27,19 +27,22 @@ at once (:func:`column_test`). Arguments that fail them are described by
 that ``jsonschema`` (a tenth of a second to import) is never loaded for such a schema. A
 schema with any other keyword is validated by ``jsonschema`` alone. Hypothesis tests hold
 each shortcut to ``jsonschema``'s answers.
+
+Where things are: the fast and column tests in ``_schema_tests``, the description of a
+failure (with or without ``jsonschema``) in ``_schema_problems``; reading definitions and
+:class:`ToolSchemas` here.
 """
 
 from __future__ import annotations
 
-import numbers
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import repeat
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from msgspec import UNSET, UnsetType, ValidationError, convert, defstruct
-
 from ..errors import RuleFileError
+from ..jsonfile import read_json
+from ._schema_problems import SchemaProblem, _problem, error_path, subset_problem
+from ._schema_tests import Test, column_test, fast_test
 
 __all__ = [
     "SchemaProblem",
@@ -50,9 +53,6 @@ __all__ = [
     "subset_problem",
     "tool_definitions",
 ]
-
-SchemaProblem = tuple[str, str, int]
-"""``(path, problem, error count)`` of a call whose arguments fail their schema."""
 
 _CACHE = 4096
 _DEF_KEYS = ("parameters", "input_schema", "inputSchema")
@@ -113,373 +113,6 @@ def tool_definitions(data: Any) -> list[tuple[str, Any]]:
     return pairs
 
 
-def error_path(parts: Sequence[Any]) -> str:
-    """A JSON path in the credential scan's form: ``a.b[0].c`` (``""`` for the root)."""
-    out = ""
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-_JSON_TYPES = (
-    (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
-    (list, "array"), (tuple, "array"), (dict, "object"), (type(None), "null"),
-)  # fmt: skip
-
-
-def _json_type(value: Any) -> str:
-    for cls, name in _JSON_TYPES:
-        if isinstance(value, cls):
-            return name
-    return type(value).__name__
-
-
-def _problem(error: Any) -> str:
-    """What failed, from the schema's side only: never the argument's value."""
-    return _describe(
-        error.validator, error.validator_value, error.instance, error.schema, error.message
-    )
-
-
-def _describe(keyword: str, expected: Any, instance: Any, schema: Any, message: str) -> str:
-    """:func:`_problem` of an error of ``keyword`` (its value ``expected``) on ``instance``,
-    in ``schema``, whose message is ``message``."""
-    if keyword == "required":
-        return str(message)  # "'q' is a required property": names from the schema
-    if keyword == "type":
-        return f"expected {_short(expected)}, got {_json_type(instance)}"
-    if keyword == "additionalProperties":
-        allowed = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
-        extra = sorted(
-            str(k) for k in (instance if isinstance(instance, Mapping) else {})
-            if k not in allowed
-        )  # fmt: skip
-        return f"unexpected argument {_short(extra[0]) if extra else ''}".rstrip()
-    if keyword in ("enum", "const"):
-        return f"not {'one of ' if keyword == 'enum' else ''}{_short(expected)}"
-    return f"fails {keyword} {_short(expected)}"
-
-
-Test = Callable[[Any], bool]
-_ANNOTATIONS: dict[str, type | tuple[type, ...]] = {
-    "description": str, "title": str, "$comment": str, "default": object, "examples": list,
-    "deprecated": bool, "readOnly": bool, "writeOnly": bool,
-}  # fmt: skip
-"""Keywords that do not change what is valid, and the type the meta-schema wants of each."""
-
-
-def _is_integer(v: Any) -> bool:
-    if v.__class__ is int:
-        return True
-    if isinstance(v, bool):
-        return False
-    return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, numbers.Number) and not isinstance(v, bool)
-
-
-_TYPE_TESTS: dict[str, Test] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": _is_integer,
-    "number": _is_number,
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-}
-
-
-_Error = tuple[tuple[Any, ...], str, Any, Any, Any, str]
-"""An error as ``jsonschema`` makes it: ``(path, keyword, keyword's value, instance, schema,
-message)``."""
-
-
-def _subset_errors(schema: Any, instance: Any, path: tuple[Any, ...], out: list[_Error]) -> None:
-    """Append the errors ``jsonschema``'s ``iter_errors`` yields for ``instance`` against a
-    schema :func:`fast_test` compiles, in the same order (the schema's keywords in its
-    order; properties in theirs; array items in order)."""
-    if schema is True:
-        return
-    for keyword, value in schema.items():
-        if keyword == "type":
-            kinds = [value] if isinstance(value, str) else value
-            if not any(_TYPE_TESTS[k](instance) for k in kinds):
-                out.append((path, keyword, value, instance, schema, ""))
-        elif keyword == "items":
-            if isinstance(instance, list):
-                for index, item in enumerate(instance):
-                    _subset_errors(value, item, (*path, index), out)
-        elif not isinstance(instance, dict):
-            continue  # the object keywords pass anything that is not an object
-        elif keyword == "properties":
-            for name, sub in value.items():
-                if name in instance:
-                    _subset_errors(sub, instance[name], (*path, name), out)
-        elif keyword == "required":
-            for name in value:
-                if name not in instance:
-                    message = f"{name!r} is a required property"
-                    out.append((path, keyword, value, instance, schema, message))
-        elif keyword == "additionalProperties":
-            props = schema.get("properties", {})
-            extras = [k for k in instance if k not in props]
-            if isinstance(value, dict):
-                for name in extras:
-                    _subset_errors(value, instance[name], (*path, name), out)
-            elif value is False and extras:
-                out.append((path, keyword, value, instance, schema, ""))
-
-
-def _relevance(error: _Error) -> tuple[int, tuple[Any, ...]]:
-    """``jsonschema.exceptions.relevance`` of an error of :func:`_subset_errors`: the
-    shallower, then the later path. (It also weighs weak and strong keywords, none of which
-    is in this subset, and prefers an error whose instance lacks the type its schema
-    declares: here two errors at one path come from one schema, where a failed ``type``
-    leaves no other keyword anything to find.)"""
-    return -len(error[0]), error[0]
-
-
-def subset_problem(schema: Any, args: Any) -> SchemaProblem | None:
-    """:meth:`ToolSchemas.problem` for a schema :func:`fast_test` compiles, without
-    ``jsonschema`` (whose import alone takes a tenth of a second): the same errors, the same
-    best match (``jsonschema.exceptions.best_match``) and the same count. A hypothesis test
-    holds the two to the same answers.
-
-    Raises:
-        TypeError: two errors whose paths hold keys of different types at one place (an
-            object with keys that are not all strings), which cannot be ordered.
-    """
-    errors: list[_Error] = []
-    _subset_errors(schema, args, (), errors)
-    if not errors:
-        return None
-    path, keyword, value, instance, where, message = max(errors, key=_relevance)
-    return error_path(path), _describe(keyword, value, instance, where, message), len(errors)
-
-
-def _always(value: Any) -> bool:
-    return True
-
-
-def fast_test(schema: Any) -> Test | None:
-    """A plain Python test with ``jsonschema``'s answer for a simple schema (``type``;
-    for an object ``properties``, ``required`` and ``additionalProperties``; for an array
-    ``items``; annotations such as ``description``), or None for any other schema."""
-    if schema is True:
-        return _always
-    if not isinstance(schema, dict):
-        return None
-    keys = set(schema)
-    for key in keys & _ANNOTATIONS.keys():
-        if not isinstance(schema[key], _ANNOTATIONS[key]):
-            return None  # not a valid schema: jsonschema says why
-    keys -= _ANNOTATIONS.keys()
-    kind = schema.get("type")
-    if kind is None:
-        return _always if not keys else None
-    if isinstance(kind, list) and kind and all(isinstance(k, str) for k in kind):
-        if not keys <= {"type"} or any(k not in _TYPE_TESTS for k in kind):
-            return None
-        if len(set(kind)) != len(kind):
-            return None
-        tests = [_TYPE_TESTS[k] for k in kind]
-        return lambda v: any(t(v) for t in tests)
-    if not isinstance(kind, str) or kind not in _TYPE_TESTS:
-        return None
-    type_test = _TYPE_TESTS[kind]
-    if kind == "array":
-        if not keys <= {"type", "items"}:
-            return None
-        if "items" not in schema:
-            return type_test
-        item = fast_test(schema["items"])
-        if item is None:
-            return None
-        return lambda v: isinstance(v, list) and all(map(item, v))
-    if kind != "object":
-        return type_test if keys <= {"type"} else None
-    return _object_test(schema, keys)
-
-
-def _object_test(schema: dict[str, Any], keys: set[str]) -> Test | None:
-    if not keys <= {"type", "properties", "required", "additionalProperties"}:
-        return None
-    props = schema.get("properties", {})
-    required = schema.get("required", [])
-    extra = schema.get("additionalProperties", True)
-    if not isinstance(props, dict) or not isinstance(required, list):
-        return None
-    if not all(isinstance(r, str) for r in required) or len(set(required)) != len(required):
-        return None
-    tests: dict[str, Test] = {}
-    for name, sub in props.items():
-        prop_test = fast_test(sub)
-        if prop_test is None:
-            return None
-        tests[name] = prop_test
-    if extra is True:
-        extra_test: Test | None = None
-    elif extra is False:
-        extra_test = None
-    else:
-        extra_test = fast_test(extra)
-        if extra_test is None:
-            return None
-    closed = extra is False
-    names = frozenset(props)
-    needed = tuple(dict.fromkeys(required))
-
-    def test(v: Any) -> bool:
-        if not isinstance(v, dict):
-            return False
-        if closed and not v.keys() <= names:
-            return False
-        for name in needed:
-            if name not in v:
-                return False
-        for name, value in v.items():
-            check = tests.get(name)
-            if check is not None:
-                if not check(value):
-                    return False
-            elif closed:
-                return False
-            elif extra_test is not None and not extra_test(value):
-                return False
-        return True
-
-    if closed and not names:
-        return lambda v: isinstance(v, dict) and not v and not needed
-    return test
-
-
-ColumnTest = Callable[[list[Any]], bool]
-_MISSING = object()
-_EXACT_TYPES: dict[str, frozenset[type]] = {
-    "string": frozenset({str}), "integer": frozenset({int}), "number": frozenset({int, float}),
-    "boolean": frozenset({bool}), "null": frozenset({type(None)}),
-    "array": frozenset({list}), "object": frozenset({dict}),
-}  # fmt: skip
-"""The exact types of decoded JSON that surely have each type (a float with an integral
-value is an integer too, a subclass of str a string: those go to the per-call test)."""
-
-
-_STRUCT_TYPES: dict[str, Any] = {
-    "string": str, "integer": int, "number": float, "boolean": bool, "null": None,
-}  # fmt: skip
-"""The property types msgspec's ``convert`` accepts exactly when jsonschema's type does, or
-less: a bool is not an integer nor a number, a float is not an integer (an integral one goes
-to the per-call test), an int is a number. Not ``object`` nor ``array``: msgspec takes any
-mapping for a dict and a tuple for a list, which jsonschema does not; those are tested by
-their exact types (:data:`_EXACT_TYPES`)."""
-
-_JSON_STRUCT_TYPES: dict[str, Any] = {**_STRUCT_TYPES, "array": list, "object": dict}
-""":data:`_STRUCT_TYPES` for values a JSON decoder made, where every mapping is a dict and
-every sequence a list: ``object`` and ``array`` too."""
-
-
-def _none_valid(col: list[Any]) -> bool:
-    return not col
-
-
-def column_test(schema: Any, *, json_values: bool = False) -> ColumnTest | None:
-    """For a simple object schema (see :func:`fast_test`), a test of a whole column of
-    calls' arguments at once, in C: True only when every one is valid. False says nothing
-    about which: the calls are then tested one by one. None for a schema that is not a
-    simple object schema.
-
-    The argument names (required, allowed) and the scalar-typed properties are checked by
-    converting the column to a msgspec ``Struct`` made for the schema (one C call); the
-    ``object`` and ``array`` properties by their exact types with ``map``; any other
-    property by its :func:`fast_test`.
-
-    Args:
-        schema: the tool's schema.
-        json_values: the columns tested hold only what a JSON decoder makes (dicts with
-            string keys, lists, strings, numbers, booleans, None; no tuples, no other
-            mappings), as a trace's do. The ``object`` and ``array`` properties are then
-            typed in the ``Struct`` too, and the conversion is the whole test but for the
-            other properties.
-    """
-    if fast_test(schema) is None or not isinstance(schema, dict):
-        return None
-    if schema.get("type") != "object":
-        return None
-    props: dict[str, Any] = schema.get("properties", {})
-    needed = frozenset(schema.get("required", []))
-    extra = schema.get("additionalProperties", True)
-    if extra not in (True, False):
-        return None
-    if extra is False and not needed <= props.keys():
-        # a required name that is no property, and no other allowed: no call is valid (the
-        # Struct would take the name as a field)
-        return _none_valid
-    struct_types = _JSON_STRUCT_TYPES if json_values else _STRUCT_TYPES
-    fields: list[tuple[Any, ...]] = []
-    rename: dict[str, str] = {}
-    exact: list[tuple[str, frozenset[type]]] = []
-    others: list[tuple[str, Test]] = []
-    for k, (name, sub) in enumerate(props.items()):
-        kind = sub.get("type") if isinstance(sub, dict) else None
-        typed = (
-            isinstance(sub, dict)
-            and isinstance(kind, str)
-            and set(sub) - _ANNOTATIONS.keys() == {"type"}
-        )
-        typ: Any = Any
-        if typed and kind in struct_types:
-            typ = struct_types[kind]
-        elif typed:  # object: the type of the missing marker
-            exact.append((name, _EXACT_TYPES[str(kind)] | {object}))
-        else:
-            test = fast_test(sub)
-            assert test is not None  # the whole schema has a fast test
-            others.append((name, test))
-        rename[f"p{k}"] = name  # any name, whatever Python allows in an identifier
-        if name in needed:
-            fields.append((f"p{k}", typ))
-        else:
-            fields.append((f"p{k}", Any if typ is Any else typ | UnsetType, UNSET))
-    for k, name in enumerate(sorted(needed - props.keys())):
-        rename[f"r{k}"] = name
-        fields.append((f"r{k}", Any))
-    shape = defstruct(
-        "Arguments", fields, kw_only=True, forbid_unknown_fields=extra is False,
-        rename=rename, gc=False,
-    )  # fmt: skip
-    # the column as the one field of a struct: msgspec keeps what it learnt of a Struct
-    # type, and would read a ``list[shape]`` afresh at every call (a microsecond)
-    target = defstruct("Column", [("calls", list[shape])], gc=False)  # type: ignore[valid-type]
-
-    def column(col: list[Any]) -> bool:
-        if not json_values and list(map(type, col)).count(dict) != len(col):
-            return False
-        try:  # names (string keys only), required ones, and the scalar types
-            convert({"calls": col}, target)
-        except ValidationError:
-            return False
-        for name, types in exact:
-            if not types.issuperset(map(type, map(dict.get, col, repeat(name), repeat(_MISSING)))):
-                return False
-        for name, test in others:
-            values = map(dict.get, col, repeat(name), repeat(_MISSING))
-            if not all(test(v) for v in values if v is not _MISSING):
-                return False
-        return True
-
-    return column
-
-
 class _Compiled:
     __slots__ = ("_validator", "cache", "column", "column_json", "fast", "schema")
 
@@ -495,6 +128,7 @@ class _Compiled:
     def validator(self) -> Any:
         """The ``jsonschema`` validator, made when first needed."""
         if self._validator is None:
+            # jsonschema takes a tenth of a second to import: only for a call the fast test fails
             from jsonschema.validators import Draft202012Validator
 
             self._validator = Draft202012Validator(self.schema)
@@ -528,6 +162,7 @@ class ToolSchemas:
                 # keyword it has): jsonschema is loaded only for a call that fails it
                 self._compiled[name] = _Compiled(schema, fast)
                 continue
+            # jsonschema (a tenth of a second to import) only for a schema fast_test cannot do
             from jsonschema.exceptions import SchemaError
             from jsonschema.validators import Draft202012Validator, validator_for
 
@@ -555,8 +190,6 @@ class ToolSchemas:
         if isinstance(data, ToolSchemas):
             return data
         if isinstance(data, (str, os.PathLike)):
-            from ..jsonfile import read_json
-
             name = schema_file(path, data)
             return cls.from_definitions(read_json(name, "schema file", RuleFileError)[0], name)
         try:
@@ -628,6 +261,7 @@ class ToolSchemas:
 
     @staticmethod
     def _validate(validator: Any, args: Any) -> SchemaProblem | None:
+        # jsonschema (a tenth of a second to import) only once a call has failed its schema
         from jsonschema.exceptions import best_match
 
         errors = list(validator.iter_errors(args))

@@ -10,30 +10,39 @@ takes in, in the kernel; findings beyond those the result keeps are spooled the 
 already, from such spools or from the result's own calls.
 
 The record keeps arguments as recorded, credentials included (treat it like the trace).
+
+Where things are: writing bytes (``dumps``, the background writer, kernel copies) in
+``_json_io``; the spools and a finding's line in ``_json_spool``; the report here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json as _stdlib_json
 import os
-import queue
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from types import TracebackType
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
-import orjson
-
-from ..calls import Finding, ToolCall
+from ..calls import ToolCall
 from ..columns import Columns, call_json, record_bytes, write_joined
 from ..outputs import file_mode, open_stream, resolve_output, user_os_error
-from ..result import expected_record, json_safe
+from ..result import expected_record
 from ..verdict import judge
 from . import ReportResult, failed_calls, rule_violation_count, secret_count, violation_count
+from ._json_io import (
+    _CHUNK,
+    MAX_QUEUED,
+    BackgroundWriter,
+    _Closing,
+    _copy,
+    _copy_range,
+    dumps,
+    joined,
+)
+from ._json_spool import CallSpool, FindingSpool, finding_line
 
 __all__ = [
     "MAX_QUEUED",
@@ -48,321 +57,7 @@ __all__ = [
     "write_json_report",
 ]
 
-_Self = TypeVar("_Self", bound="_Closing")
-_OPTIONS = orjson.OPT_NON_STR_KEYS
-_CHUNK = 1 << 20
-MAX_QUEUED = 4
-"""Writes queued for a :class:`BackgroundWriter` at most (a batch makes two: its records and a
-separator; a batch's records are a few hundred KB)."""
 _OWN_KEYS = frozenset({"timestamp", "summary", "findings"})
-
-
-def _default(obj: Any) -> Any:
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    return repr(obj)
-
-
-def dumps(value: Any, *, indent: bool = False) -> bytes:
-    """``value`` as JSON bytes; what JSON cannot hold is stored as its ``repr``.
-
-    orjson does the work; values it refuses outright (integers beyond 64 bits) go through
-    ``json_safe`` and, failing that, the standard library.
-    """
-    option = _OPTIONS | orjson.OPT_INDENT_2 if indent else _OPTIONS
-    try:
-        return orjson.dumps(value, default=_default, option=option)
-    except TypeError:
-        safe = json_safe(value)
-        try:
-            return orjson.dumps(safe, default=_default, option=option)
-        except TypeError:
-            text = _stdlib_json.dumps(safe, default=repr, indent=2 if indent else None)
-            return text.encode("utf-8", "surrogatepass")
-
-
-class _Closing:
-    """``with`` closes it."""
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self: _Self) -> _Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-def joined(texts: Iterable[bytes], separator: bytes) -> tuple[memoryview, int]:
-    """Records made one at a time (JSON texts), each followed by ``separator``, in one
-    buffer; and how many. Each text is copied in as soon as it is made, never held in a
-    list: orjson's result takes at least 4 KiB of memory whatever its length, so a batch of
-    4,000 findings held as a list took 16 MB."""
-    out = bytearray()
-    n = 0
-    for text in texts:
-        out += text
-        out += separator
-        n += 1
-    return memoryview(out), n
-
-
-class BackgroundWriter:
-    """Appends to a file from a thread of its own, so that the kernel's share of a write
-    (copying into the page cache, faulting its pages in) runs beside the reading instead of
-    after it: ``write()`` waits only when :data:`MAX_QUEUED` writes are already queued, which
-    bounds the memory held.
-
-    The thread starts at the first write, not before: a trace read in parts forks its
-    processes first, and a process that forks should have no other thread. Before anyone
-    else touches the file (seek, tell, copy), :meth:`drain` waits for the queued writes and
-    raises the first error one of them met.
-    """
-
-    def __init__(self, file: IO[bytes], name: str | None = None) -> None:
-        self.file = file
-        self.name = name
-        """The path an error names (the user's report, not the temporary file)."""
-        self._queue: queue.Queue[bytes | memoryview | None] = queue.Queue(MAX_QUEUED)
-        self._thread: threading.Thread | None = None
-        self._error: Exception | None = None
-
-    @property
-    def running(self) -> bool:
-        """Whether the thread is running (it starts at the first write, ends at :meth:`stop`)."""
-        return self._thread is not None
-
-    def write(self, data: bytes | memoryview) -> None:
-        if self._error is not None:
-            raise self._error
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="toolscore-writer")
-            self._thread.daemon = True
-            self._thread.start()
-        self._queue.put(data)
-
-    def _run(self) -> None:
-        while True:
-            data = self._queue.get()
-            try:
-                if data is None:
-                    return
-                if self._error is None:
-                    self.file.write(data)
-            except OSError as exc:  # kept for the caller; the thread must live on to drain
-                self._error = exc if self.name is None else user_os_error(exc, self.name)
-            except Exception as exc:
-                self._error = exc
-            finally:
-                self._queue.task_done()
-
-    def drain(self) -> None:
-        """Wait for every queued write; raise the first error met."""
-        if self._thread is not None:
-            self._queue.join()
-        if self._error is not None:
-            raise self._error
-
-    def stop(self) -> None:
-        """End the thread (queued writes are done first); errors are not raised here."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-
-
-class _LineSpool(_Closing):
-    """A temporary file of JSON records, each written with the separator that follows it in
-    the report, so that the report takes the file as it is (in the kernel, with
-    ``copy_file_range``, where the system has it) instead of reading and rewriting it.
-
-    Memory use is one batch. A spool may also hold other spools' files, appended in order
-    (the parts of a trace read by several processes).
-    """
-
-    separator = b",\n"
-
-    def __init__(
-        self,
-        directory: str | os.PathLike[str] | None = None,
-        *,
-        path: str | os.PathLike[str] | None = None,
-    ) -> None:
-        self._file: IO[bytes] = (
-            tempfile.TemporaryFile(dir=directory) if path is None else open(path, "w+b")
-        )
-        self._writer = BackgroundWriter(self._file)
-        self._files_in_order: list[IO[bytes]] = [self._file]
-        """The spool's own files and the adopted ones, in record order."""
-        self._adopted = False
-        """Whether the last file is an adopted one (the next write starts a new file)."""
-        self.count = 0
-        self.directory: str | None = None if directory is None else os.fspath(directory)
-        """Where the spool file lives. Put it next to the report: the report takes it in the
-        kernel only within one mounted file system."""
-
-    def _write(self, data: bytes | memoryview) -> None:
-        """Append to the spool, after any adopted file."""
-        if self._adopted:
-            self._writer.stop()
-            self._file = tempfile.TemporaryFile(dir=self.directory)
-            self._writer = BackgroundWriter(self._file)
-            self._files_in_order.append(self._file)
-            self._adopted = False
-        self._writer.write(data)
-
-    def _write_records(self, records: list[bytes]) -> None:
-        """Spool records given as JSON texts (no newline inside), each followed by the
-        separator."""
-        self.count += write_joined(self._write, records, self.separator)
-
-    def _append(self, records: list[Any]) -> None:
-        self._write_each(map(dumps, records))
-
-    def _write_each(self, texts: Iterable[bytes]) -> None:
-        """Spool records made one at a time, each followed by the separator."""
-        out, n = joined(texts, self.separator)
-        if n:
-            self._write(out)
-            self.count += n
-
-    def flush(self) -> None:
-        """Flush the spool file (for another process to adopt it by path)."""
-        self._writer.drain()
-        self._file.flush()
-
-    def adopt(self, path: str | os.PathLike[str], count: int) -> None:
-        """Append ``count`` records spooled by another spool to ``path`` (given as its
-        ``path``, or written by :meth:`save`), after these."""
-        if count:
-            self._writer.drain()
-            self._files_in_order.append(open(path, "rb"))
-            self._adopted = True
-            self.count += count
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Copy the spooled records to ``path``, for another process's spool to adopt."""
-        with open(path, "wb") as out:
-            for fh, size in self._files():
-                _copy(fh, out, size)
-
-    def _files(self) -> list[tuple[IO[bytes], int]]:
-        self._writer.drain()
-        files = []
-        for fh in self._files_in_order:
-            fh.flush()
-            size = os.fstat(fh.fileno()).st_size
-            if size:
-                files.append((fh, size))
-        return files
-
-    def copy_to(self, out: IO[bytes]) -> None:
-        """Write the spooled records to ``out``, separated (no separator after the last)."""
-        files = self._files()
-        for i, (fh, size) in enumerate(files):
-            last = i == len(files) - 1
-            _copy(fh, out, size - len(self.separator) if last else size)
-
-    def close(self) -> None:
-        """Delete the temporary file."""
-        self._writer.stop()
-        for fh in self._files_in_order:
-            fh.close()
-        self._files_in_order = []
-
-
-def _copy_range(src: int, dst: int, size: int, offset: int) -> None:
-    """Copy the first ``size`` bytes of file descriptor ``src`` to ``dst`` at ``offset``,
-    neither descriptor's position used (in the kernel where the system can)."""
-    done = 0
-    copy_range = getattr(os, "copy_file_range", None)
-    if copy_range is not None:
-        with contextlib.suppress(OSError):  # another file system: copy through memory
-            while done < size:
-                n = copy_range(src, dst, size - done, done, offset + done)
-                if n == 0:
-                    break
-                done += n
-    while done < size:
-        chunk = os.pread(src, min(_CHUNK, size - done), done)
-        if not chunk:
-            raise OSError(f"a spooled part ended {size - done} bytes early")
-        os.pwrite(dst, chunk, offset + done)
-        done += len(chunk)
-
-
-def _copy(src: IO[bytes], out: IO[bytes], size: int, *, start: int = 0) -> None:
-    """Copy ``size`` bytes of ``src`` from offset ``start`` to the end of ``out``."""
-    out.flush()
-    out.seek(0, os.SEEK_END)
-    copy_range = getattr(os, "copy_file_range", None)
-    size += start
-    offset = start
-    if copy_range is not None:
-        try:
-            while offset < size:
-                done = copy_range(src.fileno(), out.fileno(), size - offset, offset)
-                if done == 0:
-                    break
-                offset += done
-        except OSError:  # another file system, or no support: copy through memory
-            pass
-        out.seek(0, os.SEEK_END)
-    src.seek(offset)
-    while offset < size:
-        chunk = src.read(min(_CHUNK, size - offset))
-        if not chunk:
-            break
-        out.write(chunk)
-        offset += len(chunk)
-    src.seek(0, os.SEEK_END)
-
-
-class CallSpool(_LineSpool):
-    """Receives completed calls in batches (``on_calls=``) and keeps their records on disk.
-
-    Example::
-
-        with CallSpool() as spool:
-            result = evaluate_trace(gold, trace, on_calls=spool)
-            write_json_report(result, "toolscore.json", spool)
-    """
-
-    separator = b",\n      "
-
-    def __call__(self, calls: list[ToolCall]) -> None:
-        self._write_each(map(call_json, calls))
-
-    def take_columns(self, columns: Columns) -> None:
-        """Spool a batch given as columns (a decoded block writes its records in one C call)."""
-        self.count += columns.write_records(self._write, self.separator)
-
-
-class FindingSpool(_LineSpool):
-    """Receives findings in batches (``on_finding=``): every finding, beyond the cap the
-    result keeps in memory."""
-
-    separator = b",\n    "
-
-    def __call__(self, findings: list[Finding]) -> None:
-        self._write_each(map(finding_line, findings))
-
-
-def finding_line(finding: Finding) -> bytes:
-    """A finding's line (in the report's findings, and in ``toolscore watch``'s findings
-    stream): its fields are strings, numbers and None under string keys, which
-    orjson writes without the options :func:`dumps` passes for any value (half the time)."""
-    record = finding.to_json()
-    try:
-        return orjson.dumps(record)
-    except TypeError:  # a user's check may have put anything in a field
-        return dumps(record)
 
 
 def summary(result: ReportResult, record: Mapping[str, Any]) -> dict[str, Any]:
