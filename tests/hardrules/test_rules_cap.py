@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from _cli import run_cli
-from toolscore import evaluate_trace, parallel
+from toolscore import evaluate_trace
 from toolscore.calls import Batch, ToolCall
 from toolscore.capped import MAX_RECORDS
 from toolscore.checks.hardrules import HardRulesCheck
 from toolscore.hardrules import ruleset
+from toolscore.parts import trace as parallel
 from toolscore.testing import assert_parts_merge
 
 N = MAX_RECORDS * 3 // 2 + 2_000

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from toolscore import evaluate, evaluate_trace, parallel
+from toolscore import evaluate, evaluate_trace
+from toolscore.parts import trace as parallel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _cli import run_cli
