@@ -175,7 +175,7 @@ def test_marker_ini_defaults_and_toolscore_fixtures(tmp_path: Path) -> None:
     proc = run_pytest(project, f"--toolscore-report={report}", "-rA")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "1 failed, 4 passed, 1 error" in proc.stdout, proc.stdout
-    assert "takes weights=, forbidden= and min_score= only" in proc.stdout
+    assert "takes weights=, forbidden=, min_score= and" in proc.stdout
     assert "FAILED tests/test_defaults.py::test_marker_forbidden" in proc.stdout
     assert "1 violation (1 forbidden call(s); score" in proc.stdout
     assert "FORBIDDEN call 1 drop_table matches forbidden rule 1" in proc.stdout
@@ -215,3 +215,34 @@ def test_assert_tools_fails_on_every_kind_of_violation(tmp_path: Path) -> None:
     assert "1 violation (1 credential(s); score" in proc.stdout
     assert "VIOLATION call 1 fetch passes a credential (github_token)" in proc.stdout
     assert key not in proc.stdout + proc.stderr
+
+
+def test_a_pass_rule_in_the_marker_decides_assert_tools(tmp_path: Path) -> None:
+    """``pass_rule=`` (the one verdict's rule) replaces the minimum score: a wrong argument
+    fails ``match:superset`` although the score is high, and extra reads are free."""
+    (tmp_path / "test_rule.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            BOOK = [{"tool": "book", "args": {"flight": "HAT001"}}]
+
+            @pytest.mark.toolscore(pass_rule="match:superset")
+            def test_wrong_argument(toolscore):
+                toolscore.assert_tools(BOOK, [{"tool": "book", "args": {"flight": "HAT002"}}])
+
+            @pytest.mark.toolscore(pass_rule="match:superset")
+            def test_reads_are_free(toolscore):
+                toolscore.assert_tools(BOOK, [{"tool": "read", "args": {}}, *BOOK])
+
+            @pytest.mark.toolscore(pass_rule="sometimes")
+            def test_bad_rule(toolscore):
+                toolscore.assert_tools(BOOK, BOOK)
+            """
+        ),
+        encoding="utf-8",
+    )
+    proc = run_pytest(tmp_path, "-q")
+    assert "1 failed, 1 passed, 1 error" in proc.stdout, proc.stdout
+    assert "match superset failed" in proc.stdout
+    assert "unknown term 'sometimes'" in proc.stdout

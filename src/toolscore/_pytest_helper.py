@@ -19,7 +19,7 @@ from .expect import Expectation, ToolScoreAssertionError
 from .failures import render_failure
 from .result import EvaluationResult, parse_weights
 from .sanitize import shown
-from .verdict import SCORE_EPSILON, PassCriterion, judge
+from .verdict import SCORE_EPSILON, PassCriterion, judge, parse_pass
 
 __all__ = ["ToolscoreHelper"]
 
@@ -43,14 +43,18 @@ class _Defaults:
             forbidden = str(Path(str(config.rootpath)) / str(forbidden))
         min_text = str(config.getini("toolscore_min_score") or "").strip()
         min_score: float | None = float(min_text) if min_text else None
+        pass_rule: str | None = str(config.getini("toolscore_pass") or "").strip() or None
         marker = request.node.get_closest_marker(_MARKER)
         if marker is not None:
             kwargs = dict(marker.kwargs)
-            unknown = set(kwargs) - {"weights", "forbidden", "min_score"}
+            unknown = set(kwargs) - {"weights", "forbidden", "min_score", "pass_rule"}
             if marker.args or unknown:
                 raise pytest.UsageError(
-                    "@pytest.mark.toolscore takes weights=, forbidden= and min_score= only"
+                    "@pytest.mark.toolscore takes weights=, forbidden=, min_score= and "
+                    "pass_rule= only"
                 )
+            if "pass_rule" in kwargs:
+                pass_rule = kwargs["pass_rule"]
             if "weights" in kwargs:
                 weights = kwargs["weights"]
             if "forbidden" in kwargs:
@@ -65,6 +69,18 @@ class _Defaults:
         self.weights: Mapping[str, float] | None = weights
         self.forbidden: Any = forbidden
         self.min_score = min_score
+        self.criterion = None if pass_rule is None else _criterion(pass_rule)
+        """The test's pass rule (``pass_rule=`` or ``toolscore_pass``), which replaces the
+        minimum score's: ``assert_tools`` then fails exactly when its verdict does not pass."""
+
+
+def _criterion(rule: Any) -> PassCriterion:
+    if isinstance(rule, PassCriterion):
+        return rule
+    try:
+        return parse_pass(str(rule))
+    except ValueError as exc:
+        raise pytest.UsageError(f"toolscore pass rule: {exc}") from None
 
 
 # -- the fixtures' objects ---------------------------------------------------------------------
@@ -145,7 +161,12 @@ class ToolscoreHelper:
         __tracebackhide__ = True
         rules = forbidden if forbidden is not None else self.forbidden
         result = evaluate(
-            expected, actual, weights if weights is not None else self.weights, strict, rules
+            expected,
+            actual,
+            weights if weights is not None else self.weights,
+            strict,
+            rules,
+            pass_rule=self.defaults.criterion,  # its match modes run with the checks
         )
         return self._check("assert_tools", result, min_score, strict)
 
@@ -222,8 +243,12 @@ class ToolscoreHelper:
             min_score = self.defaults.min_score if self.defaults.min_score is not None else 0.9
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score must be between 0.0 and 1.0, got {min_score}")
-        verdict = judge(result, PassCriterion(min_score=min_score, all_calls=False))
-        low = verdict.score is not None and verdict.score < min_score - SCORE_EPSILON
+        rule = self.defaults.criterion
+        criterion = rule or PassCriterion(min_score=min_score, all_calls=False)
+        verdict = judge(result, criterion)
+        low = (
+            rule is None and verdict.score is not None and verdict.score < min_score - SCORE_EPSILON
+        )
         violations = result.policy_violations
         count = verdict.violations.total
         if verdict.passed:
@@ -256,6 +281,12 @@ class ToolscoreHelper:
                     f"{count} violation{'s' if count != 1 else ''} "
                     f"({verdict.violations.describe()}; score {result.score:.2f}):"
                 )
+        if rule is not None:  # the test's pass rule decided: say which of its terms broke
+            header = (
+                f"did not pass {rule.describe()!r}: {'; '.join(rule.reasons(verdict))}"
+                + (f" ({header.rstrip(':')})" if header else "")
+                + ":"
+            )
         text = render_failure(
             result.gold_calls,
             result.trace_calls or [],

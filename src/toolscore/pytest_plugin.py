@@ -79,12 +79,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("toolscore_weights", "Default score weights, NAME=VALUE lines.", "linelist", [])
     parser.addini("toolscore_forbidden", "Default forbidden-call rule file.", "string", "")
     parser.addini("toolscore_min_score", "Default minimum score of assert_tools.", "string", "")
+    parser.addini(
+        "toolscore_pass", "Default pass rule of assert_tools (toolscore.verdict).", "string", ""
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "toolscore(weights=None, forbidden=None, min_score=None): default score weights, "
+        "toolscore(weights=None, forbidden=None, min_score=None, pass_rule=None): default "
+        "score weights, "
         "forbidden-call rules and minimum score for toolscore fixtures.",
     )
     start_recording(config)
