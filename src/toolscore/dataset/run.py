@@ -338,7 +338,7 @@ def evaluate_dataset(
             task_key=task_key,
             force_interleaved=interleaved,
             storage_options=options,
-            part_bytes=part_bytes or PART_BYTES,
+            part_bytes=part_bytes or part_size(inputs, engine, workers, client, scheduler),
             unpack_dir=area,
             # no directory in common with the workers: a large compressed file is
             # decompressed here and an interleaved one scattered here, and each range's or
@@ -677,6 +677,26 @@ class _Seen:
 
     def close(self) -> None:
         self.conn.close()
+
+
+MIN_PART_BYTES = 256 * 1024
+"""The smallest byte range a multi-trace file is cut into when it is sized for the workers
+(about 50-500 small traces: a part's scheduling costs a few ms)."""
+
+
+def part_size(
+    inputs: Sequence[Any], engine: str, workers: int | None, client: Any, scheduler: str | None
+) -> int:
+    """The byte-range size that gives every worker of a pool work: a file of thousands of
+    small traces, a few MB in all, is cut into about four ranges per worker (from
+    :data:`MIN_PART_BYTES` up to :data:`~.inputs.PART_BYTES`), not read by one process."""
+    if client is not None or scheduler is not None or engine != "local":
+        return PART_BYTES
+    count = workers or os.cpu_count() or 1
+    if count <= 1:
+        return PART_BYTES
+    biggest = max((item.size for item in inputs), default=0)
+    return max(MIN_PART_BYTES, min(PART_BYTES, biggest // (4 * count)))
 
 
 def _gold_or_none(lookup: Any, gold_id: str) -> list[Any] | None:
