@@ -114,6 +114,8 @@ class EvalOptions(RunOptions):
     html: str | None = None
     verbose: bool = False
     workers: int | None = None
+    no_side_effects: bool = False
+    """Do not run the validators of the gold's ``side_effects`` (Toolscore 1.10's option)."""
     ci: CiOptions = field(default_factory=CiOptions)
 
 
@@ -247,6 +249,13 @@ WorkersOption = Annotated[
     int,
     typer.Option(
         "--workers", min=0, help="Processes to read a large JSON Lines trace with (0: one per CPU)."
+    ),
+]
+NoSideEffectsOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-side-effects",
+        help="Do not run the gold's side-effect validators (http_ok, file_exists, sql_rows).",
     ),
 ]
 

@@ -74,6 +74,7 @@ def eval_command(
     shared_dir: opt.SharedDirOption = None,
     interleaved: opt.InterleavedOption = False,
     missing_trace: opt.MissingTraceOption = "empty",
+    no_side_effects: opt.NoSideEffectsOption = False,
 ) -> None:
     """Score a trace against a gold file and report behavior and safety findings.
 
@@ -184,6 +185,7 @@ def _evaluate(
             gold,
             opts.trace,
             format=opts.format,
+            validate_side_effects=not opts.no_side_effects,
             weights=weights,
             forbidden=opts.forbidden,
             on_finding=on_finding,
