@@ -34,6 +34,7 @@ from ._options import EvalOptions
 from ._params import defer_coercion
 from ._util import closed_output_status, error_line, is_closed_output, parse_weights
 from .eval import eval_command, run_eval
+from .regression import regression_command
 from .watch import watch_command
 
 __all__ = [
@@ -80,6 +81,7 @@ def _root(
 
 app.command("eval")(eval_command)
 app.command("watch")(watch_command)  # issue 4
+app.command("regression")(regression_command)  # Toolscore 1.10's regression check
 
 
 def _register_extra_commands() -> None:
