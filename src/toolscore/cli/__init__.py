@@ -35,6 +35,7 @@ from ._params import defer_coercion
 from ._util import closed_output_status, error_line, is_closed_output, parse_weights
 from .eval import eval_command, run_eval
 from .regression import regression_command
+from .validate import validate_command
 from .watch import watch_command
 
 __all__ = [
@@ -82,6 +83,7 @@ def _root(
 app.command("eval")(eval_command)
 app.command("watch")(watch_command)  # issue 4
 app.command("regression")(regression_command)  # Toolscore 1.10's regression check
+app.command("validate")(validate_command)  # Toolscore 1.10's validate, gold and rules too
 
 
 def _register_extra_commands() -> None:
