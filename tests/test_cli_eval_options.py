@@ -35,3 +35,27 @@ def test_no_side_effects_skips_the_validators(tmp_path: Path) -> None:
     assert "NOTE 1 side-effect check was not run" in " ".join(skipped.stdout.split())
     # the score does not depend on the validators (they are not weighted)
     assert record["score"] == json.loads(on.read_text(encoding="utf-8"))["score"]
+
+
+def test_csv_report_is_written_and_refused_for_a_dataset(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    done = run_cli(
+        "eval", str(EXAMPLE / "gold.json"), str(TRACE), "-o", str(tmp_path / "r.json"),
+        "--csv", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"> CSV report: {out}" in done.stdout
+    rows = out.read_text(encoding="utf-8").splitlines()
+    assert rows[:3] == [
+        "Category,Metric,Value",
+        "Summary,Gold Calls Count,2",
+        "Summary,Trace Calls Count,5",
+    ]
+    assert ",selection_accuracy,80.00%" in rows
+
+    dataset = EXAMPLE.parent / "dataset"
+    refused = run_cli(
+        "eval", str(dataset / "gold.jsonl"), str(dataset / "traces.jsonl"),
+        "-o", str(tmp_path / "d.json"), "--csv", str(tmp_path / "d.csv"),
+    )  # fmt: skip
+    assert refused.returncode == 2 and "--csv is for one trace" in refused.stderr

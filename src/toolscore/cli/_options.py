@@ -112,6 +112,7 @@ class EvalOptions(RunOptions):
     output: str = "toolscore.json"
     markdown: str | None = None
     html: str | None = None
+    csv: str | None = None
     verbose: bool = False
     workers: int | None = None
     no_side_effects: bool = False
@@ -244,6 +245,9 @@ MarkdownOption = Annotated[
     str | None, typer.Option("--markdown", help="Also write a Markdown report.")
 ]
 HtmlOption = Annotated[str | None, typer.Option("--html", help="Also write an HTML report.")]
+CsvOption = Annotated[
+    str | None, typer.Option("--csv", help="Also write a CSV report (Category,Metric,Value).")
+]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Show the detailed metrics.")]
 WorkersOption = Annotated[
     int,
