@@ -35,6 +35,7 @@ from ._params import defer_coercion
 from ._util import closed_output_status, error_line, is_closed_output, parse_weights
 from .eval import eval_command, run_eval
 from .regression import regression_command
+from .report import report_command
 from .validate import validate_command
 from .watch import watch_command
 
@@ -84,6 +85,7 @@ app.command("eval")(eval_command)
 app.command("watch")(watch_command)  # issue 4
 app.command("regression")(regression_command)  # Toolscore 1.10's regression check
 app.command("validate")(validate_command)  # Toolscore 1.10's validate, gold and rules too
+app.command("report")(report_command)  # a JSON report rendered as Markdown, HTML, CSV
 
 
 def _register_extra_commands() -> None:
