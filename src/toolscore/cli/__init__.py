@@ -1,7 +1,8 @@
 """The ``toolscore`` command line (typer): one module per command, registered here.
 
 * :mod:`~toolscore.cli.eval`: ``eval`` on one trace; :mod:`~toolscore.cli.dataset`: ``eval``
-  on a dataset; :mod:`~toolscore.cli.watch`: ``watch``.
+  on a dataset; :mod:`~toolscore.cli.watch`: ``watch``; :mod:`~toolscore.cli.regression`,
+  :mod:`~toolscore.cli.validate`, :mod:`~toolscore.cli.report`: the commands of those names.
 * :mod:`~toolscore.cli._options`: typer's declarations and the typed option objects each
   command builds from its parameters at once; :mod:`~toolscore.cli._util`: the error line,
   option parsing, what an unexpected exception becomes; :mod:`~toolscore.cli._progress`: the
