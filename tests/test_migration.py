@@ -81,8 +81,11 @@ def test_cli_main_under_click_cli_runner(tmp_path: Path) -> None:
             ["eval", "gold.json", "trace.json", "-o", str(out), "--fail-under", "A"],
         )
         assert failed.exit_code == 1
-        usage = runner.invoke(main, ["eval", "gold.json"])
+        usage = runner.invoke(main, ["eval"])
         assert usage.exit_code == 2
+        # one argument is a trace evaluated without gold: the checks only
+        alone = runner.invoke(main, ["eval", "trace.json", "-o", str(out)])
+        assert alone.exit_code == 0 and "No gold: checks only" in alone.output
         version = runner.invoke(main, ["--version"])
         assert version.exit_code == 0 and version.output.startswith("toolscore, version")
     finally:

@@ -1,7 +1,8 @@
 """The ``toolscore`` command line (typer): one module per command, registered here.
 
 * :mod:`~toolscore.cli.eval`: ``eval`` on one trace; :mod:`~toolscore.cli.dataset`: ``eval``
-  on a dataset; :mod:`~toolscore.cli.watch`: ``watch``.
+  on a dataset; :mod:`~toolscore.cli.watch`: ``watch``; :mod:`~toolscore.cli.regression`,
+  :mod:`~toolscore.cli.validate`, :mod:`~toolscore.cli.report`: the commands of those names.
 * :mod:`~toolscore.cli._options`: typer's declarations and the typed option objects each
   command builds from its parameters at once; :mod:`~toolscore.cli._util`: the error line,
   option parsing, what an unexpected exception becomes; :mod:`~toolscore.cli._progress`: the
@@ -34,6 +35,9 @@ from ._options import EvalOptions
 from ._params import defer_coercion
 from ._util import closed_output_status, error_line, is_closed_output, parse_weights
 from .eval import eval_command, run_eval
+from .regression import regression_command
+from .report import report_command
+from .validate import validate_command
 from .watch import watch_command
 
 __all__ = [
@@ -80,6 +84,9 @@ def _root(
 
 app.command("eval")(eval_command)
 app.command("watch")(watch_command)  # issue 4
+app.command("regression")(regression_command)  # Toolscore 1.10's regression check
+app.command("validate")(validate_command)  # Toolscore 1.10's validate, gold and rules too
+app.command("report")(report_command)  # a JSON report rendered as Markdown, HTML, CSV
 
 
 def _register_extra_commands() -> None:

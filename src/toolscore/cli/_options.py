@@ -112,8 +112,11 @@ class EvalOptions(RunOptions):
     output: str = "toolscore.json"
     markdown: str | None = None
     html: str | None = None
+    csv: str | None = None
     verbose: bool = False
     workers: int | None = None
+    no_side_effects: bool = False
+    """Do not run the validators of the gold's ``side_effects`` (Toolscore 1.10's option)."""
     ci: CiOptions = field(default_factory=CiOptions)
     pass_rule: str | None = None
     """``--pass``: the pass rule (:func:`toolscore.verdict.parse_pass`); a trace that fails
@@ -245,11 +248,21 @@ MarkdownOption = Annotated[
     str | None, typer.Option("--markdown", help="Also write a Markdown report.")
 ]
 HtmlOption = Annotated[str | None, typer.Option("--html", help="Also write an HTML report.")]
+CsvOption = Annotated[
+    str | None, typer.Option("--csv", help="Also write a CSV report (Category,Metric,Value).")
+]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Show the detailed metrics.")]
 WorkersOption = Annotated[
     int,
     typer.Option(
         "--workers", min=0, help="Processes to read a large JSON Lines trace with (0: one per CPU)."
+    ),
+]
+NoSideEffectsOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-side-effects",
+        help="Do not run the gold's side-effect validators (http_ok, file_exists, sql_rows).",
     ),
 ]
 

@@ -90,6 +90,9 @@ def run_dataset(
     from ..outputs import refuse_overlap
     from ..verdict import PassCriterion, parse_pass
 
+    if getattr(opts, "csv", None):  # the CSV report is one trace's metrics
+        error_line("--csv is for one trace; a dataset has -o, --per-trace, --markdown, --html")
+        return exit_code(Outcome(usage_error=True))
     parsed = parse_run_options(opts.weights, opts.fail_under)
     if isinstance(parsed, int):
         return parsed

@@ -49,6 +49,7 @@ def eval_command(
     output: opt.OutputOption = "toolscore.json",
     markdown: opt.MarkdownOption = None,
     html: opt.HtmlOption = None,
+    csv: opt.CsvOption = None,
     verbose: opt.VerboseOption = False,
     fail_under: opt.FailUnderOption = None,
     forbidden: opt.ForbiddenOption = None,
@@ -75,6 +76,7 @@ def eval_command(
     interleaved: opt.InterleavedOption = False,
     missing_trace: opt.MissingTraceOption = "empty",
     pass_rule: opt.PassRuleOption = None,
+    no_side_effects: opt.NoSideEffectsOption = False,
 ) -> None:
     """Score a trace against a gold file and report behavior and safety findings.
 
@@ -185,6 +187,7 @@ def _evaluate(
             gold,
             opts.trace,
             format=opts.format,
+            validate_side_effects=not opts.no_side_effects,
             weights=weights,
             forbidden=opts.forbidden,
             on_finding=on_finding,
@@ -204,12 +207,17 @@ def _evaluate(
 
 
 def _write_reports(result: ReportResult, opts: EvalOptions) -> None:
-    """The HTML and Markdown reports asked for."""
+    """The HTML, CSV and Markdown reports asked for."""
     if opts.html:
         # a report's writer loads only when the report is asked for: start-up
         from ..reports.html import write_html
 
         write_html(result, opts.html)
+    if opts.csv:
+        # a report's writer loads only when the report is asked for: start-up
+        from ..reports.csv import write_csv
+
+        write_csv(result, opts.csv)
     if opts.markdown:
         # a report's writer loads only when the report is asked for: start-up
         from ..reports.markdown import write_markdown
@@ -228,6 +236,7 @@ def eval_paths(
         ("the rule file", opts.forbidden),
     ]
     outputs = [("-o", opts.output), ("--markdown", opts.markdown), ("--html", opts.html)]
+    outputs.append(("--csv", opts.csv))
     ci_inputs, ci_outputs = _ci.ci_paths(opts.ci)
     inputs += ci_inputs
     outputs += ci_outputs
@@ -320,6 +329,8 @@ def _print_summary(result: ReportResult, opts: EvalOptions) -> Any:
     console.print(Text(f"> JSON report: {visible(opts.output)}"))
     if opts.html:
         console.print(Text(f"> HTML report: {visible(opts.html)}"))
+    if opts.csv:
+        console.print(Text(f"> CSV report: {visible(opts.csv)}"))
     if opts.markdown:
         console.print(Text(f"> Markdown report: {visible(opts.markdown)}"))
     console.print()
