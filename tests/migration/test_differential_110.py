@@ -2,7 +2,7 @@
 
 200 seeded cases per public function (the adapters of each format, the metric functions, the
 JSON and CSV reports' content, the fix list) go to Toolscore 1.10 in one subprocess (its own
-virtual environment: ``TOOLSCORE_110_PYTHON``, default ``../venv110/bin/python`` beside the
+virtual environment: ``TOOLSCORE_110_PYTHON``, default ``.venv110/bin/python`` in the
 repository; skipped when absent) and through this package's 1.10 module paths here. The answers
 must be equal (floats to 1e-9), except the documented differences, each checked for what it is:
 
@@ -35,7 +35,7 @@ from toolscore.metrics.security import redact_secrets
 from toolscore.validators import default_validators
 
 REPO = Path(__file__).resolve().parents[2]
-PYTHON = Path(os.environ.get("TOOLSCORE_110_PYTHON", REPO.parent / "venv110" / "bin" / "python"))
+PYTHON = Path(os.environ.get("TOOLSCORE_110_PYTHON", REPO / ".venv110" / "bin" / "python"))
 DRIVER = Path(__file__).with_name("_driver110.py")
 """The cases' runner: imported here (this package), run by 1.10's python there."""
 N = 200
