@@ -236,7 +236,7 @@ def test_human_outputs_round_and_the_json_keeps_full_precision(
     long_number = re.compile(r"\d\.\d{5,}")
     for text in (got.stdout, md.read_text(encoding="utf-8"), junit.read_text(encoding="utf-8")):
         assert not long_number.search(text), long_number.search(text)
-    assert f"{mean:.3f}" in md.read_text(encoding="utf-8")  # the group's mean score
+    assert f"| {mean:.1%} |" in md.read_text(encoding="utf-8")  # the group's mean score
 
 
 def test_html_has_the_group_tables(tmp_path: Path) -> None:
@@ -307,3 +307,23 @@ def test_k_no_task_reaches_is_reported_empty() -> None:
     rows = overall_pass({(2, 1): 3}, [1, 4])
     assert rows[0][:2] == (1, 3)
     assert rows[1] == (4, 0, None, None)
+
+
+def test_the_actions_summary_has_the_breakdowns_and_rounded_outputs(tmp_path: Path) -> None:
+    from toolscore.action import main
+
+    gold, traces = _field_dataset(tmp_path)
+    summary, outputs = tmp_path / "summary.md", tmp_path / "outputs.txt"
+    code = main(
+        [
+            "--traces", str(traces), "--gold-file", str(gold), "--workers", "1",
+            "--group-by", "model", "--group-by", r"^(?P<digit>t\d)", "--k", "1",
+            "--summary", str(summary), "--outputs", str(outputs),
+        ]
+    )  # fmt: skip
+    assert code in (0, 1)
+    text = summary.read_text(encoding="utf-8")
+    assert "### By model (2 groups, failing first)" in text
+    assert "### By digit (6 groups, failing first)" in text
+    values = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    assert re.fullmatch(r"\d\.\d{3}", values["score"]), values

@@ -458,3 +458,12 @@ def overall_pass(
             hat += count * Fraction(math.comb(c, k), denominator)
         rows.append((k, tasks, float(at / tasks), float(hat / tasks)))
     return rows
+
+
+def pass_k_json(rows: Sequence[tuple[int, int, float | None, float | None]]) -> dict[str, Any]:
+    """:func:`overall_pass`'s rows as the JSON report has them (the run's and each group's)."""
+    return {
+        "pass_at_k": {str(k): at for k, _, at, _ in rows},
+        "pass_hat_k": {str(k): hat for k, _, _, hat in rows},
+        "tasks_with_k_trials": {str(k): n for k, n, _, _ in rows},
+    }

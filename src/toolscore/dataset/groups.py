@@ -217,6 +217,8 @@ class GroupRow:
         return self.passed / self.judged if self.judged else None
 
     def to_json(self) -> dict[str, Any]:
+        from .aggregate import pass_k_json  # (aggregate imports this module)
+
         return {
             "group": self.value,
             "traces": self.traces,
@@ -224,9 +226,7 @@ class GroupRow:
             "passed": self.passed,
             "pass_rate": self.pass_rate,
             "mean_score": self.mean,
-            "pass_at_k": {str(k): at for k, _, at, _ in self.pass_k},
-            "pass_hat_k": {str(k): hat for k, _, _, hat in self.pass_k},
-            "tasks_with_k_trials": {str(k): n for k, n, _, _ in self.pass_k},
+            **pass_k_json(self.pass_k),
         }
 
 

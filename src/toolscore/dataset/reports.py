@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from .._rounding import percent, score_text
+from .._rounding import percent
 from ..sanitize import shown
 from .groups import GroupRow
 from .run import DatasetResult
@@ -33,7 +33,6 @@ def _r(text: object) -> str:
 
 
 _pct = percent
-_num = score_text
 
 
 def write_json(result: DatasetResult, path: str) -> None:
@@ -214,7 +213,7 @@ def _group_rows(result: DatasetResult, rows: list[GroupRow]) -> list[tuple[str, 
                 _r(row.value),
                 f"{row.traces:,}",
                 f"{_pct(row.pass_rate)} ({row.passed:,} of {row.judged:,})",
-                _num(row.mean),
+                _pct(row.mean),
                 *(_pct(hats.get(k)) for k in ks),
             )
         )

@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import msgspec
 
-from .aggregate import Aggregate, TaskOutcome, overall_pass
+from .aggregate import Aggregate, TaskOutcome, overall_pass, pass_k_json
 from .engine import PartLost, run_parts
 from .gold import GoldSpec, base_name, build_gold, gold_ids, gold_lookup
 from .groups import GroupBy, GroupRow, group_tables, parse_ks
@@ -148,9 +148,7 @@ class DatasetResult:
             "judged": agg.judged,
             "pass_rate": agg.pass_rate,
             "tasks": self.tasks_count,
-            "pass_at_k": {str(k): at for k, _, at, _ in self.pass_k},
-            "pass_hat_k": {str(k): hat for k, _, _, hat in self.pass_k},
-            "tasks_with_k_trials": {str(k): n for k, n, _, _ in self.pass_k},
+            **pass_k_json(self.pass_k),
             "groups": {dim: [row.to_json() for row in rows] for dim, rows in self.groups.items()},
             "calls": agg.calls,
             "failed_calls": agg.failed_calls,
