@@ -13,9 +13,10 @@ def _benchmark() -> Any:
     return load_benchmark("datasets")
 
 
-def generate_dataset(traces: Path, gold: Path, count: int, *, seed: int) -> None:
-    """Write ``count`` traces (JSON Lines keyed by ``trace_id``) and their keyed gold."""
-    _benchmark().generate(traces, gold, count, seed=seed)
+def generate_dataset(traces: Path, gold: Path, count: int, *, seed: int, **shape: int) -> None:
+    """Write ``count`` traces (JSON Lines keyed by ``trace_id``) and their keyed gold
+    (``shape``: the generator's ``trials``, ``min_calls``, ``max_calls``)."""
+    _benchmark().generate(traces, gold, count, seed=seed, **shape)
 
 
 def shaped_dataset(traces: Path, shape: str) -> Path:

@@ -99,7 +99,7 @@ def test_outputs_and_redacted_summary(tmp_path: Path) -> None:
     assert set(outputs) == {"score", "grade", "required-call-recall", "violations"}
     assert float(outputs["score"]) == pytest.approx(0.74)
     assert outputs["grade"] == "C"
-    assert outputs["required-call-recall"] == "0.5"
+    assert outputs["required-call-recall"] == "0.500"  # rounded (the JSON report is not)
     assert outputs["violations"] == "2"
     assert "## 🛡️ Behavior and Safety" in summary
     assert "matches forbidden rule 1: destructive shell command" in summary
@@ -121,7 +121,7 @@ def test_weights_and_fail_under(tmp_path: Path) -> None:
         tmp_path, weights="required_call_recall=0.3,\n selection_accuracy = 0.4\n", fail_under="A"
     )
     assert code == 1
-    assert float(outputs["score"]) == pytest.approx((0.74 + 0.3 * 0.5) / 1.3)
+    assert outputs["score"] == f"{(0.74 + 0.3 * 0.5) / 1.3:.3f}"  # rounded: 0.685
     assert outputs["violations"] == "1"  # the key; no rules were given
 
 
@@ -207,7 +207,7 @@ def test_traces_directory_with_per_trace_gold(tmp_path: Path) -> None:
         f"| {float(outputs['score']):.3f} | {outputs['grade']} | 0.650 | 0.550 | 4 of 5 | "
         f"{outputs['violations']} |"
     ) in summary
-    assert outputs["required-call-recall"] == "0.8"
+    assert outputs["required-call-recall"] == "0.800"
     # the dataset's aggregate: trace ids are paths below the directory without extensions
     assert "| policy/forbidden_call | 1 in 1 | b |" in summary
     assert "| errors/failed_call | 1 in 1 | team/c |" in summary

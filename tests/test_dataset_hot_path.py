@@ -122,6 +122,7 @@ def test_worst_traces_and_examples_are_the_smallest_whatever_the_order(
             trace_id=f"t{i}",
             task="k",
             score=score,
+            passed=None if score is None else i % 3 != 0,
             findings={kind: 1 for kind in sorted(kinds)},
             order=(i // 7, i % 7),
         )
@@ -132,7 +133,10 @@ def test_worst_traces_and_examples_are_the_smallest_whatever_the_order(
     agg = Aggregate()
     for r in shuffled:
         agg.add(r)
-    want_worst = sorted((r.score, r.order, r.trace_id) for r in records if r.score is not None)
+    # the worst: the lowest-scored failing traces (one that passed is never among them)
+    want_worst = sorted(
+        (r.score, r.order, r.trace_id) for r in records if r.score is not None and not r.passed
+    )
     assert agg.worst == want_worst[:WORST]
     kinds = {kind for r in records for kind in r.findings}
     for kind in kinds:

@@ -47,6 +47,12 @@ if [[ -n "$traces" ]]; then
   [[ -n "${INPUT_PASS_SCORE:-}" ]] && args+=(--pass-score "$INPUT_PASS_SCORE")
   [[ -n "${INPUT_MIN_PASS_RATE:-}" ]] && args+=(--min-pass-rate "$INPUT_MIN_PASS_RATE")
   [[ -n "${INPUT_WORKERS:-}" ]] && args+=(--workers "$INPUT_WORKERS")
+  [[ -n "${INPUT_K:-}" ]] && args+=(--k "$INPUT_K")
+  if [[ -n "${INPUT_GROUP_BY:-}" ]]; then  # one a line (a regex may hold a comma)
+    while IFS= read -r spec; do
+      [[ -n "$spec" ]] && args+=(--group-by "$spec")
+    done <<< "$INPUT_GROUP_BY"
+  fi
   [[ -n "${GITHUB_STEP_SUMMARY:-}" ]] && args+=(--summary "$GITHUB_STEP_SUMMARY")
   [[ -n "${GITHUB_OUTPUT:-}" ]] && args+=(--outputs "$GITHUB_OUTPUT")
   "$python" -m toolscore.action "${args[@]}" "${common[@]}" "${weights[@]}" \
@@ -88,9 +94,11 @@ except ImportError:
         summary = json.load(fh)["summary"]
 recall = summary.get("required_call_recall")
 violations = sum(int(summary.get(key) or 0) for key in ("policy_violations", "secrets", "rule_violations"))
-print(f"score={summary['score']}")
+score = summary.get("score")
+# rounded, as every human-facing output (the JSON report keeps every digit)
+print(f"score={'' if score is None else format(score, '.3f')}")
 print(f"grade={summary['grade']}")
-print(f"required-call-recall={'' if recall is None else recall}")
+print(f"required-call-recall={'' if recall is None else format(recall, '.3f')}")
 print(f"violations={violations}")
 PY
 fi

@@ -18,9 +18,9 @@ gold and its reporting:
   (a note says so; ``--save-baseline`` writes trace ids);
 * the job summary (``--summary``, Markdown: redacted and sanitized) shows the key figures
   (mean, grade, median and lowest score, required calls completed, violations), the
-  dataset's aggregate (pass rate, pass@k, tools, findings, worst traces, tasks, input
-  problems), the baseline's verdict and the failed gates; ``--outputs`` gets the step's
-  outputs.
+  dataset's aggregate (pass rate, pass@k, the breakdowns of ``--group-by``, tools,
+  findings, worst traces, tasks, input problems), the baseline's verdict and the failed
+  gates; ``--outputs`` gets the step's outputs (scores rounded to 3 decimals).
 
 Exit status as ``toolscore eval``: 0, 1 (a gate failed), 2 (a trace or gold file could not be
 read, or a trace had no gold: each is reported, the others still evaluated).
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._rounding import score_text
 from .cli._ci import markdown_text as _md
 from .cli._ci import verdict_markdown
 from .cli._options import CiOptions, EvalOptions
@@ -85,8 +86,9 @@ def markdown_summary(run: DatasetRun, required: Required, notes: Sequence[str] =
         lines += [
             "| mean score | grade | median | lowest | required calls completed | violations |",
             "|---|---|---|---|---|---|",
-            f"| {mean:.3f} | {letter_grade(mean)} | {result.median or 0.0:.3f} | "
-            f"{agg.score_min:.3f} | {required.done} of {required.total} | {agg.violations} |",
+            f"| {score_text(mean)} | {letter_grade(mean)} | {score_text(result.median or 0.0)} | "
+            f"{score_text(agg.score_min)} | {required.done} of {required.total} | "
+            f"{agg.violations} |",
             "",
         ]
     lines.append(render_markdown(result, title=None, level=2))
@@ -111,10 +113,11 @@ def step_outputs(run: DatasetRun, required: Required) -> list[str]:
     regressions = 0
     if comparison is not None:
         regressions = comparison.regression_count or len(comparison.regressions)
+    recall = required.done / required.total if required.total else None
     return [
-        f"score={'' if mean is None else mean}",
+        f"score={score_text(mean, '')}",
         f"grade={'' if mean is None else letter_grade(mean)}",
-        f"required-call-recall={required.done / required.total if required.total else ''}",
+        f"required-call-recall={score_text(recall, '')}",
         f"violations={run.result.aggregate.violations}",
         f"traces={run.result.aggregate.scored}",
         f"regressions={regressions}",
@@ -181,6 +184,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on-violations", action="store_true")
     p.add_argument("--pass-score", default="", help="A trace passes from this score or grade.")
     p.add_argument("--min-pass-rate", default="", help="Fail below this pass rate (0-1, 80%%).")
+    p.add_argument(
+        "--group-by",
+        action="append",
+        default=[],
+        help="A breakdown: a field or a regex with named groups over the trace id.",
+    )
+    p.add_argument("--k", default="", help="The k of pass@k and pass^k (1,2,4).")
     p.add_argument("--workers", type=int, default=None, help="Processes (default: one a core).")
     p.add_argument("--baseline", default="")
     p.add_argument("--baseline-tolerance", type=float, default=0.0)
@@ -234,6 +244,8 @@ def _run(args: argparse.Namespace, work: str) -> int:
     options = DatasetOptions(
         pass_score=args.pass_score or "A",
         min_pass_rate=args.min_pass_rate or None,
+        group_by=[spec for spec in args.group_by if spec.strip()],
+        k=args.k or None,
         default_gold=(args.gold_file or None) if args.gold_dir else None,
         gold_by_base_name=bool(args.gold_dir),
     )

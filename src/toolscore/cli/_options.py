@@ -55,6 +55,10 @@ class DatasetOptions:
     trace_key: str | None = None
     task_key: str | None = None
     task_regex: str | None = None
+    group_by: list[str] = field(default_factory=list)
+    """Breakdowns: fields or regexes with named groups (``--group-by``, repeatable)."""
+    k: str | None = None
+    """The k of pass@k / pass^k (``--k 1,2,4``)."""
     per_trace: str | None = None
     min_pass_rate: str | None = None
     pass_score: str = "A"
@@ -78,6 +82,8 @@ class DatasetOptions:
                 self.trace_key,
                 self.task_key,
                 self.task_regex,
+                self.group_by,
+                self.k,
                 self.per_trace,
                 self.min_pass_rate,
                 self.engine,
@@ -170,6 +176,7 @@ def eval_options(params: Mapping[str, Any]) -> tuple[EvalOptions, DatasetOptions
     if values["trace"] is None:  # one argument: the trace, with no gold (checks only)
         values["gold"], values["trace"] = None, values["gold"]
     values["workers"] = values["workers"] or None  # 0: one per CPU
+    values["group_by"] = list(values["group_by"] or ())
     ci = _take(CiOptions, values)
     dataset = _take(DatasetOptions, values)
     opts = _take(EvalOptions, values, ci=ci)
@@ -307,6 +314,20 @@ TaskRegexOption = Annotated[
         help="Dataset: a regex over the trace id giving its task (group 'task', else group 1, "
         "else the match). Default: ids ending in /trialN, _runN... share a task.",
     ),
+]
+GroupByOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--group-by",
+        help="Dataset: pass rate, mean score and pass^k per group of this field (task, "
+        "source, status, grade, or a field of each trace's first line such as model) or of "
+        "each named group of this regex over the trace id ('^(?P<model>[^/]+)/'). "
+        "Repeatable. A regex that matches no id is an error.",
+    ),
+]
+KOption = Annotated[
+    str | None,
+    typer.Option("--k", help="Dataset: the k of pass@k and pass^k, e.g. 1,2,4 (default: 1..n)."),
 ]
 PerTraceOption = Annotated[
     str | None,

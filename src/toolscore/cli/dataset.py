@@ -2,8 +2,9 @@
 
 ``toolscore eval`` reads a dataset (and not one trace) when TRACES is a directory, a glob or a
 URL, when GOLD is a directory or a JSON Lines gold keyed by trace id, or when a dataset option
-is given (``--trace-key``, ``--task-key``, ``--task-regex``, ``--per-trace``,
-``--min-pass-rate``, ``--engine``, ``--scheduler``, ``--shared-dir``, ``--interleaved``).
+is given (``--trace-key``, ``--task-key``, ``--task-regex``, ``--group-by``, ``--k``,
+``--per-trace``, ``--min-pass-rate``, ``--engine``, ``--scheduler``, ``--shared-dir``,
+``--interleaved``).
 Anything else is one trace, read exactly as before.
 """
 
@@ -169,6 +170,8 @@ def _run(
                 trace_key=options.trace_key,
                 task_key=options.task_key,
                 task_regex=options.task_regex,
+                group_by=options.group_by,
+                k=options.k,
                 criterion=criterion,
                 per_trace=options.per_trace,
                 engine=options.engine or ("dask" if options.scheduler else "local"),

@@ -65,6 +65,8 @@ def eval_command(
     trace_key: opt.TraceKeyOption = None,
     task_key: opt.TaskKeyOption = None,
     task_regex: opt.TaskRegexOption = None,
+    group_by: opt.GroupByOption = None,
+    k: opt.KOption = None,
     per_trace: opt.PerTraceOption = None,
     min_pass_rate: opt.MinPassRateOption = None,
     pass_score: opt.PassScoreOption = "A",

@@ -28,7 +28,7 @@ import shutil
 import zlib
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import compress, repeat
@@ -37,6 +37,7 @@ from typing import IO, Any
 import orjson
 
 from .._exact import ExactAdder
+from .groups import Groups
 from .records import TraceRecord
 
 __all__ = [
@@ -54,7 +55,7 @@ HIST_BINS = 20
 EXAMPLES = 3
 """Example trace ids kept per finding kind."""
 WORST = 10
-"""Worst traces kept."""
+"""Worst traces kept: the lowest-scored failing ones."""
 MAX_TOOLS = 10_000
 """Tools tracked by name; past that, further tools are counted under :data:`OTHER_TOOLS`."""
 OTHER_TOOLS = "(other tools)"
@@ -112,10 +113,13 @@ class Aggregate:
     finding_traces: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[tuple[tuple[int, int], str]]] = field(default_factory=dict)
     worst: list[tuple[float, tuple[int, int], str]] = field(default_factory=list)
-    """The lowest scores as ``(score, order, trace_id)``, best first... kept sorted ascending."""
+    """The lowest-scored failing traces as ``(score, order, trace_id)``, kept sorted
+    ascending (a trace that passed is never among them, whatever its score)."""
+    groups: Groups | None = None
+    """The breakdowns asked for (``--group-by``), counted beside the totals."""
 
-    def add(self, record: TraceRecord) -> None:
-        """Count one trace."""
+    def add(self, record: TraceRecord) -> tuple[str, ...]:
+        """Count one trace; returns its value in each breakdown's dimension."""
         if record.status != "no_trace":
             self.traces += 1
         self.statuses[record.status] += 1
@@ -128,10 +132,11 @@ class Aggregate:
             self.histogram[_bin(score)] += 1
             if record.grade is not None:
                 self.grades[record.grade] += 1
-            item = (score, record.order, record.trace_id)
-            worst = self.worst  # sorted ascending: most traces cannot get in
-            if len(worst) < WORST or item < worst[-1]:
-                self._worst([item])
+            if record.passed is False:
+                item = (score, record.order, record.trace_id)
+                worst = self.worst  # sorted ascending: most traces cannot get in
+                if len(worst) < WORST or item < worst[-1]:
+                    self._worst([item])
         if record.passed is not None:
             self.judged += 1
             self.passed += int(record.passed)
@@ -158,6 +163,7 @@ class Aggregate:
                 # kept sorted ascending: a later trace rarely gets in
                 if kept is None or len(kept) < EXAMPLES or example < kept[-1]:
                     self._examples(kind, [example])
+        return () if self.groups is None else self.groups.add(record)
 
     def merge(self, other: Aggregate) -> None:
         """Add ``other`` in (exact; the order of merges does not matter)."""
@@ -183,6 +189,8 @@ class Aggregate:
         for kind, items in other.examples.items():
             self._examples(kind, items)
         self._worst(other.worst)
+        if self.groups is not None and other.groups is not None:
+            self.groups.merge(other.groups)
 
     def _tool(self, tool: str, counts: list[int]) -> None:
         mine = self.tools.get(tool)
@@ -205,8 +213,9 @@ class Aggregate:
     @property
     def capped(self) -> bool:
         """Whether tools past :data:`MAX_TOOLS` were counted together (a merge then counts
-        under ``(other tools)`` what adding the records one by one may count by name)."""
-        return OTHER_TOOLS in self.tools
+        under ``(other tools)`` what adding the records one by one may count by name); the
+        same of the breakdowns' groups past theirs."""
+        return OTHER_TOOLS in self.tools or (self.groups is not None and self.groups.capped)
 
     # -- derived values ---------------------------------------------------------------------
 
@@ -219,12 +228,14 @@ class Aggregate:
         return self.passed / self.judged if self.judged else None
 
     def tool_rates(self) -> list[tuple[str, int, int, int, float, float]]:
-        """``(tool, calls, failed, retries, failure rate, retry rate)``, most failures first."""
+        """``(tool, calls, failed, retries, failure rate, retry rate)``, the most failed calls
+        first (a count, not a rate: a tool of 5 calls that all failed does not hide one with
+        400 failures), then by failure rate and name."""
         rows = [
             (tool, c, f, r, f / c if c else 0.0, r / c if c else 0.0)
             for tool, (c, f, r) in self.tools.items()
         ]
-        rows.sort(key=lambda row: (-row[4], -row[2], row[0]))
+        rows.sort(key=lambda row: (-row[2], -row[4], row[0]))
         return rows
 
 
@@ -358,20 +369,25 @@ def _estimates(n: int, c: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
 
 
 class TaskSpill:
-    """Each judged trace's (task, passed), partitioned on disk by a hash of the task."""
+    """Each judged trace's (task, passed), partitioned on disk by a hash of the task, with
+    its groups (``--group-by``) when there are breakdowns."""
 
     PARTS = 16
 
-    def __init__(self, directory: str, name: str = "") -> None:
+    def __init__(self, directory: str, name: str = "", dims: int = 0) -> None:
         self.directory = directory
         self.paths = [os.path.join(directory, f"tasks{name}-{i}.jsonl") for i in range(self.PARTS)]
         """The partitions' files (``name`` tells two spills in one directory apart)."""
         self._files = [open(path, "wb") for path in self.paths]
         self.by_counts: Counter[tuple[int, int]] | None = None
+        self.by_group: list[dict[str, Counter[tuple[int, int]]]] = [{} for _ in range(dims)]
+        """Per breakdown dimension and group: its tasks by (n, c), counting a task's trials
+        in that group only (filled by :meth:`outcomes`)."""
 
-    def add(self, task: str, passed: bool) -> None:
+    def add(self, task: str, passed: bool, groups: tuple[str, ...] = ()) -> None:
         part = zlib.crc32(task.encode("utf-8", "surrogatepass")) % self.PARTS
-        self._files[part].write(orjson.dumps([task, passed]) + b"\n")
+        item: list[Any] = [task, passed, groups] if groups else [task, passed]
+        self._files[part].write(orjson.dumps(item) + b"\n")
 
     def close(self) -> None:
         for f in self._files:
@@ -389,16 +405,26 @@ class TaskSpill:
         :attr:`by_counts` (tasks by (n, c)) for the dataset's pass@k."""
         self.close()
         counts: Counter[tuple[int, int]] = Counter()
+        by_group = self.by_group
         for i in range(self.PARTS):
             tasks: dict[str, list[int]] = {}
+            grouped: dict[tuple[int, str, str], list[int]] = {}
             with open(self.paths[i], "rb") as f:
                 for line in f:
-                    task, passed = orjson.loads(line)
+                    task, passed, *groups = orjson.loads(line)
                     nc = tasks.get(task)
                     if nc is None:
                         nc = tasks[task] = [0, 0]
                     nc[0] += 1
                     nc[1] += int(passed)
+                    for dim, value in enumerate(groups[0] if groups else ()):
+                        nc = grouped.get((dim, value, task))
+                        if nc is None:
+                            nc = grouped[(dim, value, task)] = [0, 0]
+                        nc[0] += 1
+                        nc[1] += int(passed)
+            for (dim, value, _), (n, c) in grouped.items():
+                by_group[dim].setdefault(value, Counter())[(n, c)] += 1
             for task in sorted(tasks):
                 n, c = tasks[task]
                 counts[(n, c)] += 1
@@ -406,13 +432,20 @@ class TaskSpill:
         self.by_counts = counts
 
 
-def overall_pass(by_counts: Counter[tuple[int, int]]) -> list[tuple[int, int, float, float]]:
-    """``(k, tasks with >= k trials, pass@k, pass^k)`` for k = 1..max trials: means over tasks."""
+def overall_pass(
+    by_counts: Mapping[tuple[int, int], int], ks: Sequence[int] | None = None
+) -> list[tuple[int, int, float | None, float | None]]:
+    """``(k, tasks with >= k trials, pass@k, pass^k)``: means over the tasks with at least k
+    trials, for each k of ``ks`` (``None``: k = 1..max trials); for a k no task reaches,
+    ``(k, 0, None, None)``."""
     if not by_counts:
-        return []
+        return [(k, 0, None, None) for k in ks or ()]
     top = max(n for n, _ in by_counts)
-    rows = []
-    for k in range(1, top + 1):
+    rows: list[tuple[int, int, float | None, float | None]] = []
+    for k in ks if ks is not None else range(1, top + 1):
+        if k > top:
+            rows.append((k, 0, None, None))
+            continue
         tasks = 0
         at = Fraction(0)
         hat = Fraction(0)
@@ -425,3 +458,12 @@ def overall_pass(by_counts: Counter[tuple[int, int]]) -> list[tuple[int, int, fl
             hat += count * Fraction(math.comb(c, k), denominator)
         rows.append((k, tasks, float(at / tasks), float(hat / tasks)))
     return rows
+
+
+def pass_k_json(rows: Sequence[tuple[int, int, float | None, float | None]]) -> dict[str, Any]:
+    """:func:`overall_pass`'s rows as the JSON report has them (the run's and each group's)."""
+    return {
+        "pass_at_k": {str(k): at for k, _, at, _ in rows},
+        "pass_hat_k": {str(k): hat for k, _, _, hat in rows},
+        "tasks_with_k_trials": {str(k): n for k, n, _, _ in rows},
+    }

@@ -74,6 +74,9 @@ class TraceRecord(msgspec.Struct, kw_only=True, omit_defaults=False):
     """(part, position): where the trace sits in the dataset's reading order."""
     ci: TraceView | None = None
     """What the CI outputs need of the trace (``details=True`` only; never written out)."""
+    fields: dict[str, str] = msgspec.field(default_factory=dict)
+    """The fields ``--group-by`` names that were read from the trace's first line (written
+    out only when there are some)."""
 
 
 _ENCODER = msgspec.json.Encoder()
@@ -108,6 +111,8 @@ def record_line(record: TraceRecord) -> bytes:
     """The record as one JSON line (without ``order`` and ``ci``), newline included."""
     data = msgspec.structs.asdict(record)
     del data["order"], data["ci"]
+    if not data["fields"]:
+        del data["fields"]
     return _ENCODER.encode(data) + b"\n"
 
 

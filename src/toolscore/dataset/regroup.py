@@ -214,6 +214,7 @@ class Regroup:
 def _in_place_of(whole: TraceRecord, first: TraceRecord) -> TraceRecord:
     """The gathered trace's record where its first piece was."""
     whole.task = first.task
+    whole.fields = first.fields
     whole.order = first.order
     return whole
 

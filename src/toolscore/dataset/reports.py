@@ -17,7 +17,9 @@ from typing import Any
 
 import orjson
 
+from .._rounding import percent
 from ..sanitize import shown
+from .groups import GroupRow
 from .run import DatasetResult
 
 __all__ = ["render_html", "render_markdown", "summary_renderable", "write_json"]
@@ -30,12 +32,7 @@ def _r(text: object) -> str:
     return shown(str(text))
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+_pct = percent
 
 
 def write_json(result: DatasetResult, path: str) -> None:
@@ -111,7 +108,14 @@ def _headline_rows(result: DatasetResult) -> list[tuple[str, str]]:
         ("Tasks", f"{s['tasks']:,}"),
     ]
     for k, tasks, at, hat in result.pass_k:
-        rows.append((f"pass@{k} / pass^{k}", f"{_pct(at)} / {_pct(hat)} ({tasks:,} tasks)"))
+        rows.append(
+            (
+                f"pass@{k} / pass^{k}",
+                f"{_pct(at)} / {_pct(hat)} ({tasks:,} tasks)"
+                if tasks
+                else f"- (no task has {k} trials)",
+            )
+        )
     grades = s["grades"]
     rows.append(("Grades", "  ".join(f"{g} {grades[g]:,}" for g in grades)))
     rows.append(
@@ -165,12 +169,60 @@ def _worst_rows(result: DatasetResult) -> list[tuple[str, str]]:
 
 
 def _task_rows(result: DatasetResult) -> list[tuple[str, str, str, str]]:
+    """The tasks that failed a trial first, the lowest pass rate first (then by name); each
+    with pass@k and pass^k for the run's k (``--k``; by default 1..its trials)."""
     rows = []
-    for task in heapq.nsmallest(SHOW, result.tasks, key=lambda t: t.task):
-        at = " ".join(f"{v:.2f}" for v in task.pass_at)
-        hat = " ".join(f"{v:.2f}" for v in task.pass_hat)
+    failing_first = heapq.nsmallest(
+        SHOW, result.tasks, key=lambda t: (t.c == t.n, t.c / t.n if t.n else 1.0, t.task)
+    )
+    for task in failing_first:
+        ks = result.ks or range(1, task.n + 1)
+        at = " ".join(f"{task.pass_at[k - 1]:.2f}" if k <= task.n else "-" for k in ks)
+        hat = " ".join(f"{task.pass_hat[k - 1]:.2f}" if k <= task.n else "-" for k in ks)
         rows.append((_r(task.task), f"{task.c}/{task.n}", at, hat))
     return rows
+
+
+def _tasks_title(result: DatasetResult) -> str:
+    ks = "1..n" if result.ks is None else ",".join(map(str, result.ks))
+    shown_tasks = min(SHOW, result.tasks_count)
+    return (
+        f"Tasks (failing first, {shown_tasks} of {result.tasks_count:,}; "
+        f"pass@k / pass^k for k = {ks})"
+    )
+
+
+def _group_ks(result: DatasetResult) -> list[int]:
+    """The k of a breakdown's pass^k columns: ``--k``'s, else 1, 2, 4, 8... up to the most
+    trials (a column for each k would not fit)."""
+    ks = [k for k, *_ in result.pass_k]
+    return ks if result.ks is not None else [k for k in ks if k & (k - 1) == 0]
+
+
+def _group_columns(result: DatasetResult, dim: str) -> tuple[str, ...]:
+    return (dim, "traces", "pass rate", "mean score", *(f"pass^{k}" for k in _group_ks(result)))
+
+
+def _group_rows(result: DatasetResult, rows: list[GroupRow]) -> list[tuple[str, ...]]:
+    ks = _group_ks(result)
+    out = []
+    for row in rows[:SHOW]:
+        hats = {k: hat for k, _, _, hat in row.pass_k}
+        out.append(
+            (
+                _r(row.value),
+                f"{row.traces:,}",
+                f"{_pct(row.pass_rate)} ({row.passed:,} of {row.judged:,})",
+                _pct(row.mean),
+                *(_pct(hats.get(k)) for k in ks),
+            )
+        )
+    return out
+
+
+def _group_title(dim: str, rows: list[GroupRow]) -> str:
+    more = f", the first {SHOW}" if len(rows) > SHOW else ""
+    return f"By {dim} ({len(rows):,} group{'s' if len(rows) != 1 else ''}, failing first{more})"
 
 
 def _error_lines(result: DatasetResult) -> list[str]:
@@ -259,14 +311,18 @@ def summary_renderable(result: DatasetResult) -> Any:
             t.add_row(*(Text(cell) for cell in row))
         parts.append(t)
 
-    table("Tools (most failures first)", ("tool", "calls", "failed", "retried"), _tool_rows(result))
-    table("Findings", ("kind", "count in traces", "examples"), _finding_rows(result))
-    table("Worst traces", ("trace", "score"), _worst_rows(result))
+    for dim, rows in result.groups.items():
+        table(
+            _group_title(_r(dim), rows), _group_columns(result, _r(dim)), _group_rows(result, rows)
+        )
     table(
-        "Tasks (pass@k / pass^k for k = 1..n)",
-        ("task", "passed", "pass@k", "pass^k"),
-        _task_rows(result),
+        "Tools (most failed calls first)",
+        ("tool", "calls", "failed", "retried"),
+        _tool_rows(result),
     )
+    table("Findings", ("kind", "count in traces", "examples"), _finding_rows(result))
+    table("Worst traces (lowest-scored failing)", ("trace", "score"), _worst_rows(result))
+    table(_tasks_title(result), ("task", "passed", "pass@k", "pass^k"), _task_rows(result))
     errors = _error_lines(result)
     if errors:
         parts.append(Text("Input", style="bold"))
@@ -292,18 +348,20 @@ def render_markdown(
     h = "#" * (level + 1)
     lines = [] if title is None else ["#" * level + " " + title, ""]
     lines += _md_table(("", ""), [(n, _r(v)) for n, v in _headline(result)])
+    for dim, rows in result.groups.items():
+        lines += [f"{h} {_group_title(_r(dim), rows)}", ""]
+        lines += _md_table(_group_columns(result, _r(dim)), _group_rows(result, rows))
     if result.aggregate.tools:
-        lines += [f"{h} Tools", ""]
+        lines += [f"{h} Tools (most failed calls first)", ""]
         lines += _md_table(("tool", "calls", "failed", "retried"), _tool_rows(result))
     if result.aggregate.findings:
         lines += [f"{h} Findings", ""]
         lines += _md_table(("kind", "count in traces", "examples"), _finding_rows(result))
     if result.aggregate.worst:
-        lines += [f"{h} Worst traces", ""]
+        lines += [f"{h} Worst traces (lowest-scored failing)", ""]
         lines += _md_table(("trace", "score"), _worst_rows(result))
     if result.tasks_count:
-        shown_tasks = min(SHOW, result.tasks_count)
-        lines += [f"{h} Tasks (first {shown_tasks} of {result.tasks_count:,})", ""]
+        lines += [f"{h} {_tasks_title(result)}", ""]
         lines += _md_table(("task", "passed", "pass@k", "pass^k"), _task_rows(result))
     errors = _error_lines(result)
     if errors:
@@ -379,9 +437,14 @@ def render_html(result: DatasetResult) -> str:
         "<h2>Score distribution</h2>",
         _svg_histogram(result.aggregate.histogram),
     ]
+    for dim, rows in result.groups.items():
+        parts += [
+            f"<h2>{esc(_group_title(dim, rows))}</h2>",
+            table(_group_columns(result, _r(dim)), _group_rows(result, rows)),
+        ]
     rates = result.aggregate.tool_rates()
     if rates:
-        parts += ["<h2>Failure rate per tool</h2>", _svg_tools(rates)]
+        parts += ["<h2>Failure rate per tool (most failed calls first)</h2>", _svg_tools(rates)]
         parts.append(table(("tool", "calls", "failed", "retried"), _tool_rows(result)))
     if result.aggregate.findings:
         parts += [
@@ -389,10 +452,13 @@ def render_html(result: DatasetResult) -> str:
             table(("kind", "count in traces", "examples"), _finding_rows(result)),
         ]
     if result.aggregate.worst:
-        parts += ["<h2>Worst traces</h2>", table(("trace", "score"), _worst_rows(result))]
+        parts += [
+            "<h2>Worst traces (lowest-scored failing)</h2>",
+            table(("trace", "score"), _worst_rows(result)),
+        ]
     if result.tasks_count:
         parts += [
-            f"<h2>Tasks (first {min(SHOW, result.tasks_count)} of {result.tasks_count:,})</h2>",
+            f"<h2>{esc(_tasks_title(result))}</h2>",
             table(("task", "passed", "pass@k", "pass^k"), _task_rows(result)),
         ]
     errors = _error_lines(result)

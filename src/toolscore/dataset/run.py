@@ -23,8 +23,9 @@ import msgspec
 
 from ..api import read_rules
 from ..parts.engine import PartLost, caught, run_parts
-from .aggregate import Aggregate, TaskOutcome, overall_pass
+from .aggregate import Aggregate, TaskOutcome, overall_pass, pass_k_json
 from .gold import GoldSpec, base_name, build_gold, gold_ids, gold_lookup
+from .groups import GroupBy, GroupRow, group_tables, parse_ks
 from .inputs import (
     PART_BYTES,
     Part,
@@ -59,8 +60,9 @@ class DatasetResult:
     criterion: PassCriterion
     median: float | None
     p10: float | None
-    pass_k: list[tuple[int, int, float, float]]
-    """``(k, tasks with >= k trials, pass@k, pass^k)``."""
+    pass_k: list[tuple[int, int, float | None, float | None]]
+    """``(k, tasks with >= k trials, pass@k, pass^k)`` for each k asked for (``--k``; by
+    default 1..max trials)."""
     tasks_count: int
     errors: list[TraceRecord]
     missing_gold: list[str]
@@ -80,6 +82,10 @@ class DatasetResult:
     described in :attr:`problems`."""
     checks_only: bool = False
     """No gold was given: every trace was checked, none scored."""
+    groups: dict[str, list[GroupRow]] = field(default_factory=dict)
+    """Per breakdown dimension (``group_by``), its groups, failing ones first."""
+    ks: tuple[int, ...] | None = None
+    """The k of the pass@k / pass^k columns (``None``: 1..max trials)."""
 
     def __post_init__(self) -> None:
         # the temporary files go with the result (or with close())
@@ -142,9 +148,8 @@ class DatasetResult:
             "judged": agg.judged,
             "pass_rate": agg.pass_rate,
             "tasks": self.tasks_count,
-            "pass_at_k": {str(k): at for k, _, at, _ in self.pass_k},
-            "pass_hat_k": {str(k): hat for k, _, _, hat in self.pass_k},
-            "tasks_with_k_trials": {str(k): n for k, n, _, _ in self.pass_k},
+            **pass_k_json(self.pass_k),
+            "groups": {dim: [row.to_json() for row in rows] for dim, rows in self.groups.items()},
             "calls": agg.calls,
             "failed_calls": agg.failed_calls,
             "retries": agg.retries,
@@ -198,6 +203,8 @@ def evaluate_dataset(
     trace_key: str | None = None,
     task_key: str | None = None,
     task_regex: str | None = None,
+    group_by: str | Sequence[str] | None = None,
+    k: str | Sequence[int] | None = None,
     criterion: PassCriterion | None = None,
     per_trace: str | None = None,
     engine: str = "local",
@@ -233,7 +240,14 @@ def evaluate_dataset(
         task_key: a field giving each trace's task (read on its first line).
         task_regex: a regex over the trace id giving its task (group ``task``, else group 1,
             else the match); by default ids ending in ``/trialN`` (``_try``, ``-run``...)
-            belong to the task before it.
+            belong to the task before it. One that matches no id raises (after the run).
+        group_by: breakdowns (:attr:`DatasetResult.groups`: pass rate, mean score and
+            pass^k per group): each a field (``task``, ``source``, ``status``, ``grade``, or
+            a field of each trace's first line such as ``model``) or a regex over the trace
+            id with named groups, one dimension each (``^(?P<model>[^/]+)/``). A regex that
+            matches no id raises (after the run). At most 10,000 groups a dimension are kept
+            by name; the rest are counted together.
+        k: the k of pass@k and pass^k (``"1,2,4"`` or ``[1, 2, 4]``; default 1..max trials).
         criterion: what counts as a pass (see :class:`PassCriterion`).
         per_trace: write each record as a JSON line (or a Parquet row, for ``.parquet``)
             to this file as its part finishes.
@@ -273,7 +287,8 @@ def evaluate_dataset(
     Raises:
         InputError: TRACES matches nothing.
         GoldFileError: the gold cannot be read.
-        UsageError: a bad option (format, engine, regex).
+        UsageError: a bad option (format, engine, regex, k), or a regex (``group_by``,
+            ``task_regex``) that matched no trace id.
     """
     from ..errors import UsageError
     from ..result import normalize_weights
@@ -282,13 +297,10 @@ def evaluate_dataset(
     check_format(format)
     if engine not in ("local", "dask", "inline"):
         raise UsageError(f"unknown engine {engine!r}; use local, dask or inline")
-    if task_regex is not None:
-        import re
-
-        try:
-            re.compile(task_regex)
-        except re.error as exc:
-            raise UsageError(f"--task-regex: {exc}") from None
+    grouping = GroupBy.parse(
+        [group_by] if isinstance(group_by, str) else group_by or (), task_regex
+    )
+    ks = parse_ks(k)
     norm = None if weights is None else normalize_weights(weights)
     from ..limits import max_value_bytes as active_limit
     from ..limits import value_limit
@@ -364,9 +376,10 @@ def evaluate_dataset(
             max_value_bytes=limit,
             details=details,
             missing_trace=missing_trace,
+            group_by=grouping or None,
         )
         with fewer_collections():  # the records taken in: as a worker's traces (worker.py)
-            return _drive(
+            result = _drive(
                 parts,
                 cfg,
                 spec,
@@ -380,7 +393,13 @@ def evaluate_dataset(
                 on_record=on_record,
                 on_progress=on_progress,
                 on_problem=on_problem,
+                ks=ks,
             )
+        unmatched = result.aggregate.groups.unmatched() if result.aggregate.groups else []
+        if unmatched:
+            result.close()
+            raise UsageError("; ".join(unmatched))
+        return result
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -776,8 +795,9 @@ def _drive(
     on_record: Callable[[TraceRecord], None] | None,
     on_progress: Callable[[int, int | None, int, int], None] | None,
     on_problem: Callable[[str], None] | None,
+    ks: tuple[int, ...] | None = None,
 ) -> DatasetResult:
-    tally = Tally(work)
+    tally = Tally(work, group_by=cfg.group_by)
     seen = _Seen(os.path.join(work, "seen.sqlite"), spec.by_base_name)
     writer = _Writer(per_trace) if per_trace else None
     problems: list[str] = list(spec.problems)
@@ -838,7 +858,7 @@ def _drive(
             if not can_early or regroup.scattered:
                 continue
             if early is None:
-                early = Tally(work, ".held")
+                early = Tally(work, ".held", cfg.group_by)
             duplicated(seen.held_duplicates(records))
             for r in records:
                 r.ci = None
@@ -1012,12 +1032,13 @@ def _drive(
     lo, hi = agg.score_min, agg.score_max
     median = scores.quantile(0.5, lo, hi) if agg.scored else None
     p10 = scores.quantile(0.1, lo, hi) if agg.scored else None
+    pass_k = overall_pass(tally.tasks.by_counts or {}, ks)
     return DatasetResult(
         aggregate=agg,
         criterion=cfg.criterion,
         median=median,
         p10=p10,
-        pass_k=overall_pass(tally.tasks.by_counts or {}),  # type: ignore[arg-type]
+        pass_k=pass_k,
         tasks_count=tasks_count,
         errors=tally.errors,
         missing_gold=tally.missing_gold,
@@ -1032,4 +1053,6 @@ def _drive(
         _workdir=work,
         gold_problems=spec.problem_count,
         checks_only=spec.kind == "none",
+        groups=group_tables(agg.groups, tally.tasks.by_group, [k for k, *_ in pass_k]),
+        ks=ks,
     )

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from .aggregate import Aggregate, ScoreSpill, TaskSpill, pour
+from .groups import GroupBy, Groups
 from .records import TraceRecord, record_line
 
 __all__ = ["MAX_LISTED", "Tally"]
@@ -35,12 +36,13 @@ and every one is in the per-trace records)."""
 
 
 class Tally:
-    """The records taken so far (``take``); its files are named ``*{name}`` in ``work``."""
+    """The records taken so far (``take``); its files are named ``*{name}`` in ``work``;
+    ``group_by``: the breakdowns to count (``--group-by``, and ``--task-regex``'s matches)."""
 
-    def __init__(self, work: str, name: str = "") -> None:
-        self.agg = Aggregate()
+    def __init__(self, work: str, name: str = "", group_by: GroupBy | None = None) -> None:
+        self.agg = Aggregate(groups=Groups(group_by) if group_by else None)
         self.scores = ScoreSpill(os.path.join(work, f"scores{name}.f64"))
-        self.tasks = TaskSpill(work, name)
+        self.tasks = TaskSpill(work, name, len(group_by.dims) if group_by else 0)
         self.spool_path = os.path.join(work, f"records{name}.jsonl")
         self.spool: IO[bytes] = open(self.spool_path, "wb")
         self.errors: list[TraceRecord] = []
@@ -52,11 +54,11 @@ class Tally:
         agg, scores, tasks = self.agg, self.scores, self.tasks
         errors, missing_gold = self.errors, self.missing_gold
         for r in records:
-            agg.add(r)
+            groups = agg.add(r)
             if r.score is not None:
                 scores.add(r.score)
             if r.passed is not None:
-                tasks.add(r.task, r.passed)
+                tasks.add(r.task, r.passed, groups)
             if r.status == "error" and len(errors) < MAX_LISTED:
                 errors.append(r)
             if r.status == "no_gold" and len(missing_gold) < MAX_LISTED:

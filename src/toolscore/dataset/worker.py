@@ -28,6 +28,7 @@ from ..redact import redact_secrets
 from ..sources._drive import decompressing, is_compressed
 from ..verdict import PassCriterion, judge
 from .gold import GoldSpec, gold_lookup
+from .groups import GroupBy
 from .inputs import (
     BLANK,
     SNIFF_BYTES,
@@ -116,6 +117,9 @@ class Config:
     missing_trace: str = "empty"
     """Gold without a trace: ``empty`` scores it as a trial of zero calls (a task whose right
     answer is "make no call" can pass); ``skip`` gives it the status ``no_trace``."""
+    group_by: GroupBy | None = None
+    """The breakdowns (``--group-by``): the fields they name are read from each trace's
+    first line into its record (:attr:`~.records.TraceRecord.fields`)."""
 
 
 @dataclass
@@ -844,21 +848,22 @@ def _evaluate_trace(
     if calls is False:
         return
     data = b"".join(trace.lines)
-    records.append(
-        evaluate_one(
-            cfg,
-            trace_id,
-            tasks.task(trace_id, trace.task),
-            io.BytesIO(data),
-            calls,  # type: ignore[arg-type]
-            source=item.url,
-            linenos=trace.linenos,
-            line=first,
-            offset=trace.offset,
-            order=order(),
-            decoder=None if fmt is None else fmt.decoder(data),
-        )
+    record = evaluate_one(
+        cfg,
+        trace_id,
+        tasks.task(trace_id, trace.task),
+        io.BytesIO(data),
+        calls,  # type: ignore[arg-type]
+        source=item.url,
+        linenos=trace.linenos,
+        line=first,
+        offset=trace.offset,
+        order=order(),
+        decoder=None if fmt is None else fmt.decoder(data),
     )
+    if cfg.group_by is not None and cfg.group_by.line_fields and trace.lines:
+        record.fields = cfg.group_by.read_line(trace.lines[0])  # (its first line is first)
+    records.append(record)
 
 
 def _run_grouped(

@@ -6,7 +6,7 @@ plugin) read the common Ant/Surefire shape written here::
     <testsuites name="toolscore" tests="3" failures="1" errors="0" skipped="0" time="0">
       <testsuite name="toolscore.traces" tests="1" failures="1" ...>
         <testcase classname="toolscore.traces" name="trace.json" file="trace.json">
-          <properties><property name="score" value="0.74"/>...</properties>
+          <properties><property name="score" value="0.740"/>...</properties>
           <failure type="toolscore.findings" message="2 errors: call 2 run_shell ...">...</failure>
           <system-out>score 0.740 (grade C) ...</system-out>
         </testcase>
@@ -48,6 +48,7 @@ from typing import IO, Any, Protocol
 from xml.sax.saxutils import escape as _escape
 from xml.sax.saxutils import quoteattr
 
+from .._rounding import score_text
 from ..redact import redact_secrets
 
 __all__ = ["Gate", "JunitWriter", "default_failed", "junit_text", "write_junit"]
@@ -89,7 +90,8 @@ def default_failed(result: Any) -> bool:
 
 
 def _number(value: Any) -> str:
-    return "" if value is None else repr(float(value))
+    """A property's value, rounded as every human-facing output rounds a score."""
+    return score_text(None if value is None else float(value), "")
 
 
 class JunitWriter:
