@@ -52,6 +52,7 @@ def run_action(
         INPUT_FAIL_UNDER="",
         INPUT_TRACES="",
         INPUT_GOLD_DIR="",
+        INPUT_PASS="",
         INPUT_PASS_SCORE="",
         INPUT_MIN_PASS_RATE="",
         INPUT_WORKERS="",
@@ -96,7 +97,8 @@ def test_every_input_reaches_the_script() -> None:
 def test_outputs_and_redacted_summary(tmp_path: Path) -> None:
     code, outputs, summary = run_action(tmp_path, forbidden_file="forbidden.json")
     assert code == 0
-    assert set(outputs) == {"score", "grade", "required-call-recall", "violations"}
+    assert set(outputs) == {"score", "grade", "required-call-recall", "violations", "passed"}
+    assert outputs["passed"] == "false"  # the one verdict: grade C, violations
     assert float(outputs["score"]) == pytest.approx(0.74)
     assert outputs["grade"] == "C"
     assert outputs["required-call-recall"] == "0.500"  # rounded (the JSON report is not)
@@ -436,3 +438,13 @@ def test_single_trace_job_summary_shows_the_baseline_verdict(tmp_path: Path) -> 
     assert "**FAIL " in summary and "regression" in summary
     assert "- REGRESSION trace.json: " in summary
     assert_no_secrets(summary)
+
+
+def test_a_pass_rule_decides_the_step(tmp_path: Path) -> None:
+    """The Action's ``pass`` input is ``--pass``: the same verdict as the command line."""
+    code, outputs, _ = run_action(tmp_path, **{"pass": "grade>=C"})
+    assert code == 0 and outputs["passed"] == "true"
+    code, outputs, _ = run_action(tmp_path, **{"pass": "grade>=A, no-violations"})
+    assert code == 1 and outputs["passed"] == "false"
+    code, _, _ = run_action(tmp_path, **{"pass": "nonsense"})
+    assert code == 2

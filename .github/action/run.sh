@@ -35,6 +35,7 @@ common=()
 [[ -n "${INPUT_SAVE_BASELINE:-}" ]] && common+=(--save-baseline "$INPUT_SAVE_BASELINE")
 [[ -n "${INPUT_JUNIT_FILE:-}" ]] && common+=(--junit "$INPUT_JUNIT_FILE")
 [[ -n "${INPUT_SARIF_FILE:-}" ]] && common+=(--sarif "$INPUT_SARIF_FILE")
+[[ -n "${INPUT_PASS:-}" ]] && common+=(--pass "$INPUT_PASS")
 
 if [[ -n "$traces" ]]; then
   if [[ -z "$gold" && -z "${INPUT_GOLD_DIR:-}" ]]; then
@@ -93,11 +94,13 @@ except ImportError:
     with open(sys.argv[1], encoding="utf-8") as fh:
         summary = json.load(fh)["summary"]
 recall = summary.get("required_call_recall")
-violations = sum(int(summary.get(key) or 0) for key in ("policy_violations", "secrets", "rule_violations"))
+violations = int(summary.get("violations") or 0)  # the one verdict's count, every kind
 score = summary.get("score")
 # rounded, as every human-facing output (the JSON report keeps every digit)
 print(f"score={'' if score is None else format(score, '.3f')}")
-print(f"grade={summary['grade']}")
+print(f"grade={summary['grade'] or ''}")
+passed = summary.get("passed")
+print(f"passed={'' if passed is None else str(passed).lower()}")
 print(f"required-call-recall={'' if recall is None else format(recall, '.3f')}")
 print(f"violations={violations}")
 PY

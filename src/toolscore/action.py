@@ -182,6 +182,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--weight", action="append", default=[])
     p.add_argument("--fail-under", default="")
     p.add_argument("--fail-on-violations", action="store_true")
+    p.add_argument(
+        "--pass", dest="pass_rule", default="", help="The pass rule (toolscore.verdict)."
+    )
     p.add_argument("--pass-score", default="", help="A trace passes from this score or grade.")
     p.add_argument("--min-pass-rate", default="", help="Fail below this pass rate (0-1, 80%%).")
     p.add_argument(
@@ -233,6 +236,7 @@ def _run(args: argparse.Namespace, work: str) -> int:
         forbidden=args.forbidden or None,
         fail_on_violations=args.fail_on_violations,
         workers=args.workers,
+        pass_rule=args.pass_rule or None,
         ci=CiOptions(
             save_baseline=args.save_baseline or None,
             baseline=baseline,
