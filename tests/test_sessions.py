@@ -6,6 +6,7 @@ import json
 import os
 import threading
 import time
+from datetime import datetime, timezone
 from typing import Any
 
 import anyio
@@ -164,13 +165,14 @@ def test_watch_trace_key_keeps_a_budget_per_session_over_a_pipe(tmp_path: Any) -
     import subprocess
     import sys
 
-    from _cli import cli_env
+    from _cli import assert_stamped, cli_env
 
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps(RULES), "utf-8")
     gold = tmp_path / "gold.json"
     gold.write_text(json.dumps(GOLD), "utf-8")
     findings = tmp_path / "findings.jsonl"
+    since = datetime.now(timezone.utc)
     proc = subprocess.Popen(
         [sys.executable, "-m", "toolscore", "watch", "--trace-key", "trace_id", "--gold",
          str(gold), "--forbidden", str(rules), "--idle", "0.5", "--fail-on-violations",
@@ -202,3 +204,4 @@ def test_watch_trace_key_keeps_a_budget_per_session_over_a_pipe(tmp_path: Any) -
         ("a", "step_budget_exceeded"),
         ("c", "forbidden_call"),
     }
+    assert_stamped(records, since)
