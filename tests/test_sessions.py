@@ -71,7 +71,7 @@ def test_each_session_keeps_its_own_budget_and_verdict() -> None:
     assert ("a", "step_budget_exceeded", 2) in seen
     assert ("c", "forbidden_call", 0) in seen
     assert not any(session == "b" for session, *_ in seen)
-    assert len(sessions) == 3 and sessions.calls_read("a") == 3
+    assert len(sessions) == 3 and sessions.open["a"].calls == 3
     closed = {c.session: c for c in sessions.close_all()}
     assert set(closed) == {"a", "b", "c"}
     for session, done in closed.items():

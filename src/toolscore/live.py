@@ -440,10 +440,6 @@ class TraceSessions(Sessions[Session]):
         self.unnamed = 0
         """Calls that named no session."""
 
-    def calls_read(self, session: str) -> int:
-        """Calls the open ``session`` has read."""
-        return self.open[session].calls
-
     def route(self, batch: Batch) -> tuple[list[SessionFindings], list[ClosedSession]]:
         """Route ``batch``'s calls; returns each session's new findings (in arrival order)
         and the sessions closed to make room."""

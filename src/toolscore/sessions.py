@@ -1,24 +1,18 @@
 """Sessions: one stream, many traces, each evaluated on its own as its input arrives.
 
-A live stream interleaves many traces: ``toolscore watch --trace-key`` reads calls that name
-their trace, ``toolscore serve`` spans grouped by trace id or attribute. Both doors keep their
-open traces here. A :class:`Session` is one trace with a pipeline of its own (the built-in
-checks over its gold, :func:`toolscore.api.builtin_checks`, and the rules merged once by
-:func:`toolscore.api.read_rules`), so rules, budgets (``max_calls``) and scores are per
-session; :class:`SessionChecks` builds it, sharing one gold's plan between its sessions.
+The one core of ``toolscore watch --trace-key`` (calls naming their trace, routed in
+:mod:`toolscore.live`) and ``toolscore serve`` (spans, read in :mod:`toolscore.serve.sessions`).
+A :class:`Session` has a pipeline of its own, built by :class:`SessionChecks` (the built-in
+checks over its gold, with the rules and the gold's own merged by
+:func:`toolscore.api.read_rules`), so rules, budgets and scores are per session.
 
-:class:`Sessions` keeps the open sessions oldest activity first. A session closes when its
-door says so (the stream ended, a root span's grace passed), after ``idle`` seconds without
-input (:meth:`Sessions.expire`), or, oldest first, when more than ``max_open`` are open or more
-than ``max_pending`` calls wait for their result over all sessions (an eviction, counted).
-Closing finishes its checks and reduces their states into its result
-(:func:`toolscore.api.pipeline_result`; without gold, checks only: no score), judged by
-:meth:`~toolscore.result.EvaluationResult.verdict`. Input for a session closed recently (the
-last ``recent`` keys) is counted as late and dropped rather than opening a second session.
-
-What is specific to a door stays there: turning its input into calls, numbering them, and its
-own rules for closing (:mod:`toolscore.live` routes calls by their trace key,
-:mod:`toolscore.serve.sessions` reads spans). Nothing here does I/O or awaits.
+:class:`Sessions` keeps the open sessions, oldest activity first. One closes when its door says
+(end of input, a root span's grace), after ``idle`` seconds without input, or, oldest first,
+when more than ``max_open`` are open or ``max_pending`` calls wait over all (an eviction,
+counted). Closing finishes its checks, reduces their states
+(:func:`toolscore.api.pipeline_result`; without gold: checks only, no score) and judges the
+result (:meth:`~toolscore.result.EvaluationResult.verdict`). Input for one of the last
+``recent`` sessions closed is counted as late and dropped. Nothing here does I/O or awaits.
 """
 
 from __future__ import annotations
@@ -92,7 +86,7 @@ class Session:
     """One open session: its pipeline and counters (a door may add its own state)."""
 
     __slots__ = (
-        "calls", "gold", "has_gold", "key", "last", "opened", "pending", "pipeline", "weights",
+        "calls", "gold", "has_gold", "key", "last", "pending", "pipeline", "weights",
     )  # fmt: skip
 
     def __init__(self, key: str, checks: SessionChecks, gold: GoldInput | None, now: float):
@@ -100,7 +94,7 @@ class Session:
         self.pipeline, self.gold = checks.pipeline(gold)
         self.has_gold = gold is not None
         self.weights = checks.weights
-        self.opened = self.last = now
+        self.last = now
         self.calls = 0
         """Calls read (also those whose result is still to come)."""
         self.pending = 0
@@ -187,9 +181,6 @@ class Sessions(Generic[S]):
     def __len__(self) -> int:
         return len(self.open)
 
-    def __contains__(self, key: str) -> bool:
-        return key in self.open
-
     def enter(
         self, key: str, first: Any, now: float, inputs: int = 1
     ) -> tuple[S | None, list[ClosedSession]]:
@@ -243,14 +234,6 @@ class Sessions(Generic[S]):
     def close_all(self, why: str = "end") -> list[ClosedSession]:
         """Close every open session, oldest first."""
         return [self.close(key, why) for key in list(self.open)]
-
-    def snapshot(self, key: str) -> EvaluationResult:
-        """The result the open session ``key`` would give now (the score's part only)."""
-        s = self.open[key]
-        return pipeline_result(
-            s.pipeline, s.gold, s.weights, include_extras=False, has_gold=s.has_gold,
-            score_only=True,
-        )  # fmt: skip
 
     def close(self, key: str, why: str) -> ClosedSession:
         """Close the open session ``key``: the calls its door holds complete without a

@@ -24,6 +24,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import sessions as core
@@ -131,7 +132,7 @@ class Session(core.Session):
         """Read ``spans`` (one request's) in start-time order: the calls they read and
         complete."""
         if len(spans) > 1:
-            spans.sort(key=_start)
+            spans.sort(key=attrgetter("start"))
         out = Batch()
         dialect = self.dialect
         span_of = self.span_of
@@ -155,10 +156,6 @@ class Session(core.Session):
         out = Batch()
         self.dialect.close(out)
         return out
-
-
-def _start(span: SpanIn) -> int:
-    return span.start
 
 
 class Sessions(core.Sessions[Session]):
