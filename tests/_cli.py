@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "guardrails"
@@ -38,3 +40,15 @@ def run_cli(
         timeout=120,
         check=False,
     )
+
+
+def assert_stamped(records: list[dict[str, Any]], since: datetime) -> None:
+    """Each ``--findings`` record carries ``time``: when it was written, ISO 8601 in UTC
+    (``...Z``), to the millisecond, not before ``since``."""
+    now = datetime.now(timezone.utc)
+    assert records
+    for record in records:
+        text = record["time"]
+        stamp = datetime.fromisoformat(text)
+        assert text.endswith("Z") and stamp.utcoffset() == timedelta(0), text
+        assert since - timedelta(milliseconds=1) <= stamp <= now, (text, since, now)

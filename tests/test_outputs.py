@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _cli import EXAMPLE, cli_env, run_cli
 from _mounts import tiny_tmpfs
@@ -247,3 +249,30 @@ def test_an_output_inside_a_dataset_directory_is_refused(
         assert proc.returncode == 2, proc.stderr
         assert f"{option} {target} is inside" in proc.stderr and "an input" in proc.stderr
     assert {p: p.read_bytes() for p in (*traces.iterdir(), *gold.iterdir())} == before
+
+
+@settings(max_examples=50, deadline=None)
+@given(session=st.none() | st.text(), message=st.text(), index=st.none() | st.integers(0, 9))
+def test_findings_lines_stamp_each_finding_and_name_its_session(
+    session: str | None, message: str, index: int | None
+) -> None:
+    """A live door's ``--findings`` line: the finding's own record, after its time (ISO 8601
+    UTC) and, for a session's, its session, whatever the session's name holds."""
+    from datetime import datetime, timezone
+
+    from _cli import assert_stamped
+    from toolscore.calls import Finding
+    from toolscore.outputs import findings_lines
+
+    found = [Finding("policy", "forbidden_call", "error", message, index, "rm")] * 2
+    since = datetime.now(timezone.utc)
+    data = findings_lines(found, session)
+    assert data.endswith(b"\n") and data.count(b"\n") == 2
+    records = [json.loads(line) for line in data.splitlines()]
+    assert_stamped(records, since)
+    first = ["time"] if session is None else ["time", "session"]
+    for record in records:
+        assert list(record)[: len(first)] == first
+        assert record.get("session") == session
+        rest = {k: v for k, v in record.items() if k not in ("time", "session")}
+        assert rest == found[0].to_json()

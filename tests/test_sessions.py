@@ -6,6 +6,7 @@ import json
 import os
 import threading
 import time
+from datetime import datetime, timezone
 from typing import Any
 
 import anyio
@@ -16,8 +17,8 @@ from toolscore import evaluate
 from toolscore.calls import Batch
 from toolscore.gold import calls_from_dicts
 from toolscore.hardrules.spec import ruleset
-from toolscore.live import watch_sessions
-from toolscore.sessions import ClosedSession, SessionFindings, Sessions, session_opener
+from toolscore.live import TraceSessions, session_opener, watch_sessions
+from toolscore.sessions import ClosedSession, SessionFindings
 
 GOLD = [{"tool": "search", "args": {"q": "x"}}, {"tool": "fetch", "args": {"url": "u"}}]
 RULES = {"max_calls": 2, "forbidden": [{"tool": "rm"}]}
@@ -53,9 +54,9 @@ class _Clock:
         return self.now
 
 
-def _router(**options: Any) -> Sessions:
+def _router(**options: Any) -> TraceSessions:
     opener = session_opener(gold=calls_from_dicts(GOLD), rules=ruleset(RULES))
-    return Sessions("trace_id", opener, **options)
+    return TraceSessions("trace_id", opener, **options)
 
 
 def test_each_session_keeps_its_own_budget_and_verdict() -> None:
@@ -63,14 +64,14 @@ def test_each_session_keeps_its_own_budget_and_verdict() -> None:
     seen: list[tuple[str, str, int | None]] = []
     for line in LINES:  # one call a batch, as a live stream hands them over
         calls = _calls(line)
-        found, closed = sessions.feed(Batch(calls=calls, done=calls))
+        found, closed = sessions.route(Batch(calls=calls, done=calls))
         assert closed == []
         seen += [(f.session, x.kind, x.call_index) for f in found for x in f.findings]
     # a's third call is past its budget of two (its own index 2), c's call is forbidden
     assert ("a", "step_budget_exceeded", 2) in seen
     assert ("c", "forbidden_call", 0) in seen
     assert not any(session == "b" for session, *_ in seen)
-    assert sessions.open_count == 3 and sessions.calls_read("a") == 3
+    assert len(sessions) == 3 and sessions.open["a"].calls == 3
     closed = {c.session: c for c in sessions.close_all()}
     assert set(closed) == {"a", "b", "c"}
     for session, done in closed.items():
@@ -88,7 +89,7 @@ def test_idle_sessions_close_and_the_oldest_is_evicted_past_the_cap() -> None:
 
     def feed(line: dict[str, Any]) -> list[ClosedSession]:
         calls = _calls(line)
-        return sessions.feed(Batch(calls=calls, done=calls))[1]
+        return sessions.route(Batch(calls=calls, done=calls))[1]
 
     assert feed(LINES[0]) == [] and feed(LINES[1]) == []
     clock.now = 5.0
@@ -102,13 +103,13 @@ def test_idle_sessions_close_and_the_oldest_is_evicted_past_the_cap() -> None:
     assert idle.result.trace_calls_count == 2
     clock.now = 100.0
     assert [c.session for c in sessions.expire()] == ["c"]
-    assert sessions.open_count == 0
+    assert len(sessions) == 0
 
 
 def test_findings_without_a_session_name_go_to_the_unnamed_one() -> None:
     sessions = _router()
     calls = calls_from_dicts([{"tool": "rm"}])
-    found, _ = sessions.feed(Batch(calls=calls, done=calls))
+    found, _ = sessions.route(Batch(calls=calls, done=calls))
     assert [f.session for f in found] == [""] and sessions.unnamed == 1
 
 
@@ -164,13 +165,14 @@ def test_watch_trace_key_keeps_a_budget_per_session_over_a_pipe(tmp_path: Any) -
     import subprocess
     import sys
 
-    from _cli import cli_env
+    from _cli import assert_stamped, cli_env
 
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps(RULES), "utf-8")
     gold = tmp_path / "gold.json"
     gold.write_text(json.dumps(GOLD), "utf-8")
     findings = tmp_path / "findings.jsonl"
+    since = datetime.now(timezone.utc)
     proc = subprocess.Popen(
         [sys.executable, "-m", "toolscore", "watch", "--trace-key", "trace_id", "--gold",
          str(gold), "--forbidden", str(rules), "--idle", "0.5", "--fail-on-violations",
@@ -202,3 +204,4 @@ def test_watch_trace_key_keeps_a_budget_per_session_over_a_pipe(tmp_path: Any) -
         ("a", "step_budget_exceeded"),
         ("c", "forbidden_call"),
     }
+    assert_stamped(records, since)

@@ -12,11 +12,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
 import pytest
 
+from _cli import assert_stamped
 from toolscore.calls import Finding
 from toolscore.cli.watch import format_finding
 
@@ -224,6 +226,7 @@ def test_findings_file_gets_each_finding_flushed_at_once(tmp_path: Path) -> None
     rules = _forbidden_rules(tmp_path)
     findings = tmp_path / "findings.jsonl"
     findings.write_text('{"earlier": true}\n')
+    since = datetime.now(timezone.utc)
     proc = _start("--forbidden", str(rules), "--findings", str(findings))
     assert proc.stdin is not None and proc.stdout is not None
     out = _Reader(proc.stdout)
@@ -237,6 +240,7 @@ def test_findings_file_gets_each_finding_flushed_at_once(tmp_path: Path) -> None
     assert lines[0] == '{"earlier": true}'
     records = [json.loads(x) for x in lines[1:]]
     assert [(r["check"], r["call_index"]) for r in records] == [("secrets", 0), ("policy", 1)]
+    assert_stamped(records, since)  # each with the time it was written (issue 35)
     assert key not in findings.read_text()
     proc.stdin.close()
     code, err = _finish(proc)

@@ -34,6 +34,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import replace
 from typing import Any, cast
 
 import anyio
@@ -56,11 +57,20 @@ from .api import (
 from .calls import Batch, Finding, ToolCall
 from .pipeline import CallSink, FindingSink, Pipeline, run_async
 from .redact import pii_redaction
-from .result import EvaluationResult
-from .sessions import ClosedSession, SessionFindings, Sessions, session_opener
+from .result import EvaluationResult, normalize_weights
+from .sessions import ClosedSession, Opener, Session, SessionChecks, SessionFindings, Sessions
 from .verdict import PassCriterion
 
-__all__ = ["LiveRun", "SessionEvent", "SessionsRun", "plain_errors", "watch", "watch_sessions"]
+__all__ = [
+    "LiveRun",
+    "SessionEvent",
+    "SessionsRun",
+    "TraceSessions",
+    "plain_errors",
+    "session_opener",
+    "watch",
+    "watch_sessions",
+]
 
 if sys.version_info >= (3, 11):
     _GROUPS: tuple[type[BaseException], ...] = (BaseExceptionGroup,)  # noqa: F821
@@ -68,7 +78,43 @@ else:  # pragma: no cover - anyio depends on the backport there
     _GROUPS = (importlib.import_module("exceptiongroup").BaseExceptionGroup,)
 
 
-class LiveRun:
+class _Reading:
+    """A run whose reading stops on request (:meth:`stop`)."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        """True once :meth:`stop` was called."""
+        self._read_scope: anyio.CancelScope | None = None
+
+    def stop(self) -> None:
+        """Stop reading the source; what was read is then finished (the checks on every call
+        read so far; with sessions, every open session closed).
+
+        Iteration goes on with the remaining and end-of-stream findings (and results), then
+        ends. Safe to call from any task of the same event loop, more than once.
+        """
+        self.stopped = True
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+
+    async def _until_stopped(self, batches: AsyncIterator[Batch]) -> AsyncGenerator[Batch, None]:
+        """Pass batches on until :meth:`stop`; only the wait for the source is interrupted,
+        so a batch that was read is always processed and its findings delivered."""
+        while not self.stopped:
+            with anyio.CancelScope() as scope:
+                self._read_scope = scope
+                try:
+                    batch = await batches.__anext__()
+                except StopAsyncIteration:
+                    return
+                finally:
+                    self._read_scope = None
+            if scope.cancelled_caught:
+                return
+            yield batch
+
+
+class LiveRun(_Reading):
     """A watch in progress: iterate it for findings; read counters at any time.
 
     Made by :func:`watch`; not meant to be built directly. Iterating yields each
@@ -86,6 +132,7 @@ class LiveRun:
         on_finding: FindingSink | None,
         has_gold: bool = True,
     ) -> None:
+        super().__init__()
         self.pipeline = pipeline
         self.has_gold = has_gold
         self.criterion: PassCriterion | None = None
@@ -98,8 +145,6 @@ class LiveRun:
         """Every finding so far, including those past the pipeline's kept-findings cap."""
         self.severity_counts: dict[str, int] = {"error": 0, "warning": 0, "info": 0}
         """Findings so far by severity."""
-        self.stopped = False
-        """True once :meth:`stop` was called."""
         self._gold = gold
         self._weights = weights
         self._receive = receive
@@ -107,7 +152,6 @@ class LiveRun:
         self._user_sink = on_finding
         self._buf: list[Finding] = []
         self._pos = 0
-        self._read_scope: anyio.CancelScope | None = None
         self._result: EvaluationResult | None = None
         self._failure: Exception | None = None
         self._failure_seen = False
@@ -180,16 +224,6 @@ class LiveRun:
 
     # -- control ------------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        """Stop reading the source; the checks then finish on every call read so far.
-
-        Iteration goes on with the remaining and end-of-stream findings, then ends with
-        :attr:`result` set. Safe to call from any task of the same event loop, more than once.
-        """
-        self.stopped = True
-        if self._read_scope is not None:
-            self._read_scope.cancel()
-
     async def wait(self) -> EvaluationResult:
         """Consume the remaining findings (the ``on_finding`` sink still sees them) and return
         the result."""
@@ -236,22 +270,6 @@ class LiveRun:
             if maybe is not None:
                 await maybe
         await self._send.send(found)
-
-    async def _until_stopped(self, batches: AsyncIterator[Batch]) -> AsyncGenerator[Batch, None]:
-        """Pass batches on until :meth:`stop`; only the wait for the source is interrupted,
-        so a batch that was read is always processed and its findings delivered."""
-        while not self.stopped:
-            with anyio.CancelScope() as scope:
-                self._read_scope = scope
-                try:
-                    batch = await batches.__anext__()
-                except StopAsyncIteration:
-                    return
-                finally:
-                    self._read_scope = None
-            if scope.cancelled_caught:
-                return
-            yield batch
 
     async def _produce(self, source: TraceSource, format: str) -> None:
         batches = cast("AsyncGenerator[Batch, None]", aguard_first(abatches(source, format)))
@@ -409,7 +427,61 @@ SessionEvent = SessionFindings | ClosedSession
 """What :func:`watch_sessions` hands over: a session's new findings, or a closed session."""
 
 
-class SessionsRun:
+def session_opener(
+    *,
+    gold: Any = None,
+    gold_for: Callable[[str], Any] | None = None,
+    weights: Mapping[str, float] | None = None,
+    rules: Any = None,
+    strict: bool = False,
+) -> Opener[Session]:
+    """Opens each session with ``gold`` (or ``gold_for(session)``: a keyed gold's entry; None
+    there means no gold, checks only) and the same rules (parsed once, a
+    :class:`~toolscore.hardrules.spec.RuleSet`)."""
+    checks = SessionChecks(rules=rules, weights=normalize_weights(weights), strict=strict)
+
+    def opener(key: str, first: Any, now: float) -> Session:
+        return Session(key, checks, gold_for(key) if gold_for is not None else gold, now)
+
+    return opener
+
+
+class TraceSessions(Sessions[Session]):
+    """The sessions of ``watch --trace-key``: each call goes to the session its ``key`` field
+    names (as text; calls naming none to the session ``""``), numbered within it."""
+
+    def __init__(self, key: str, opener: Opener[Session], **options: Any) -> None:
+        super().__init__(opener, **options)
+        self.key = key
+        self.unnamed = 0
+        """Calls that named no session."""
+
+    def route(self, batch: Batch) -> tuple[list[SessionFindings], list[ClosedSession]]:
+        """Route ``batch``'s calls; returns each session's new findings (in arrival order)
+        and the sessions closed to make room."""
+        now = self.clock()
+        by_session: dict[str, list[ToolCall]] = {}
+        for call in batch.done:
+            value = call.metadata.get(self.key) if call.metadata else None
+            self.unnamed += value is None
+            by_session.setdefault("" if value is None else str(value), []).append(call)
+        out: list[SessionFindings] = []
+        closed: list[ClosedSession] = []
+        if batch.findings:  # the reader's own (a malformed line): no session to name
+            out.append(SessionFindings("", list(batch.findings)))
+        for key, calls in by_session.items():
+            session, made_room = self.enter(key, None, now)
+            closed += made_room
+            if session is None:
+                continue
+            numbered = [replace(c, index=session.calls + i) for i, c in enumerate(calls)]
+            found = self.feed(session, Batch(calls=numbered, done=numbered))
+            if found:
+                out.append(SessionFindings(key, found))
+        return out, closed
+
+
+class SessionsRun(_Reading):
     """A sessions watch in progress: iterate it for :data:`SessionEvent` values.
 
     Made by :func:`watch_sessions`. ``sessions`` is the router (open sessions, counts);
@@ -418,23 +490,16 @@ class SessionsRun:
 
     def __init__(
         self,
-        sessions: Sessions,
+        sessions: TraceSessions,
         receive: MemoryObjectReceiveStream[list[SessionEvent]],
         send: MemoryObjectSendStream[list[SessionEvent]],
     ) -> None:
+        super().__init__()
         self.sessions = sessions
-        self.stopped = False
         self._receive = receive
         self._send = send
         self._buf: list[SessionEvent] = []
-        self._read_scope: anyio.CancelScope | None = None
         self._failure: Exception | None = None
-
-    def stop(self) -> None:
-        """Stop reading; the open sessions are closed and their results handed over."""
-        self.stopped = True
-        if self._read_scope is not None:
-            self._read_scope.cancel()
 
     def __aiter__(self) -> SessionsRun:
         return self
@@ -455,19 +520,10 @@ class SessionsRun:
             "AsyncGenerator[Batch, None]",
             aguard_first(abatches(source, format, one_trace=False)),
         )
+        stoppable = self._until_stopped(batches)
         try:
-            while not self.stopped:
-                with anyio.CancelScope() as scope:
-                    self._read_scope = scope
-                    try:
-                        batch = await batches.__anext__()
-                    except StopAsyncIteration:
-                        break
-                    finally:
-                        self._read_scope = None
-                if scope.cancelled_caught:
-                    break
-                found, closed = self.sessions.feed(batch)
+            async for batch in stoppable:
+                found, closed = self.sessions.route(batch)
                 events: list[SessionEvent] = [*closed, *found]
                 if events:
                     await self._send.send(events)
@@ -479,6 +535,7 @@ class SessionsRun:
         finally:
             self._send.close()
             with anyio.CancelScope(shield=True):
+                await stoppable.aclose()
                 await batches.aclose()
 
     async def _expire(self, every: float) -> None:
@@ -530,7 +587,7 @@ async def watch_sessions(
     opener = session_opener(
         gold=fixed, gold_for=gold_for, weights=weights, rules=ruleset, strict=strict
     )
-    sessions = Sessions(trace_key, opener, idle=idle, max_open=max_open, criterion=criterion)
+    sessions = TraceSessions(trace_key, opener, idle=idle, max_open=max_open, criterion=criterion)
     send, receive = anyio.create_memory_object_stream[list[SessionEvent]](buffer)
     run = SessionsRun(sessions, receive, send)
     try:

@@ -1,35 +1,113 @@
-"""Sessions: one stream, many traces, each evaluated on its own as its calls arrive.
+"""Sessions: one stream, many traces, each evaluated on its own as its input arrives.
 
-A live stream (``toolscore watch --trace-key trace_id``, an agent fleet's log) interleaves the
-calls of several traces. :class:`Sessions` routes each call to the session its id names, and
-each session is a pipeline of its own (built by :func:`toolscore.api.open_run`: the same
-checks, rules and reducer as every other door), so rules, budgets (``max_calls``) and scores
-are per session, and a finding carries its session. A session closes when the stream ends, or
-after ``idle`` seconds without a call, or (oldest first) when more than ``max_open`` are
-open; closing finishes its checks and gives its result and verdict.
+The one core of ``toolscore watch --trace-key`` (calls naming their trace, routed in
+:mod:`toolscore.live`) and ``toolscore serve`` (spans, read in :mod:`toolscore.serve.sessions`).
+A :class:`Session` has a pipeline of its own, built by :class:`SessionChecks` (the built-in
+checks over its gold, with the rules and the gold's own merged by
+:func:`toolscore.api.read_rules`), so rules, budgets and scores are per session.
 
-The class does no I/O and knows no event loop: a driver feeds it batches and asks it to
-expire idle sessions (:func:`toolscore.live.watch_sessions` is the async one).
+:class:`Sessions` keeps the open sessions, oldest activity first. One closes when its door says
+(end of input, a root span's grace), after ``idle`` seconds without input, or, oldest first,
+when more than ``max_open`` are open or ``max_pending`` calls wait over all (an eviction,
+counted). Closing finishes its checks, reduces their states
+(:func:`toolscore.api.pipeline_result`; without gold: checks only, no score) and judges the
+result (:meth:`~toolscore.result.EvaluationResult.verdict`). Input for one of the last
+``recent`` sessions closed is counted as late and dropped. Nothing here does I/O or awaits.
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from .api import open_run, pipeline_result
+from .api import GoldInput, builtin_checks, pipeline_result, read_gold, read_rules
 from .calls import Batch, Finding, ToolCall
+from .hardrules.spec import RuleSet
 from .pipeline import Pipeline
-from .result import EvaluationResult
-from .verdict import PassCriterion, Verdict, judge
+from .result import EvaluationResult, normalize_weights
+from .verdict import PassCriterion, Verdict
 
-__all__ = ["ClosedSession", "SessionFindings", "Sessions", "call_session", "session_opener"]
+__all__ = ["ClosedSession", "Opener", "Session", "SessionChecks", "SessionFindings", "Sessions"]
 
-Opener = Callable[[str], tuple[Pipeline, list[ToolCall], dict[str, float], bool]]
-"""Builds a session's pipeline: ``(pipeline, gold, weights, has_gold)`` for a session id."""
+
+class SessionChecks:
+    """What every session is evaluated with: the rules, the weights and the options.
+
+    Args:
+        rules: the forbidden and hard rules, read once (a session's gold adds its own).
+        weights: normalized score weights (None: the defaults).
+        strict: compare argument types exactly.
+        trajectory: keep trajectory steps (False: a session's memory does not grow with its
+            calls; its result has no ``trajectory_metrics`` steps).
+    """
+
+    def __init__(
+        self,
+        *,
+        rules: RuleSet | None = None,
+        weights: dict[str, float] | None = None,
+        strict: bool = False,
+        trajectory: bool = True,
+    ) -> None:
+        self.rules = rules
+        self.weights = normalize_weights(None) if weights is None else weights
+        self.strict = strict
+        self.trajectory = trajectory
+        self._plans: OrderedDict[int, tuple[Any, list[ToolCall], RuleSet | None, Any]] = (
+            OrderedDict()
+        )
+
+    def pipeline(self, gold: GoldInput | None) -> tuple[Pipeline, list[ToolCall]]:
+        """A session's pipeline over ``gold`` (None: checks only) and its gold calls.
+
+        One gold's calls, rules and plan (its calls' signatures...) are read once and shared
+        by its sessions, as by the traces of a dataset; the last 64 golds' are kept."""
+        key = id(gold)
+        cached = self._plans.get(key)
+        if cached is None or cached[0] is not gold:
+            calls = [] if gold is None else read_gold(gold)
+            cached = (gold, calls, read_rules(self.rules, None, calls), None)
+        _, calls, rules, plan = cached
+        checks = builtin_checks(
+            calls, rules, strict=self.strict, keep_details=False, plan=plan,
+            weights=self.weights, trajectory=self.trajectory,
+        )  # fmt: skip
+        if plan is None:
+            self._plans[key] = (gold, calls, rules, getattr(checks[0], "plan", None))
+            if len(self._plans) > 64:
+                self._plans.popitem(last=False)
+        return Pipeline(checks), calls
+
+
+class Session:
+    """One open session: its pipeline and counters (a door may add its own state)."""
+
+    __slots__ = (
+        "calls", "gold", "has_gold", "key", "last", "pending", "pipeline", "weights",
+    )  # fmt: skip
+
+    def __init__(self, key: str, checks: SessionChecks, gold: GoldInput | None, now: float):
+        self.key = key
+        self.pipeline, self.gold = checks.pipeline(gold)
+        self.has_gold = gold is not None
+        self.weights = checks.weights
+        self.last = now
+        self.calls = 0
+        """Calls read (also those whose result is still to come)."""
+        self.pending = 0
+        """Calls waiting for their result."""
+
+    def flush(self) -> Batch | None:
+        """At close: the calls the door still holds, complete without a result."""
+        return None
+
+
+S = TypeVar("S", bound=Session)
+Opener = Callable[[str, Any, float], S]
+"""Opens a session: its key, the door's first input for it (a span, a call), and the time."""
 
 
 @dataclass(frozen=True)
@@ -50,172 +128,133 @@ class ClosedSession:
     findings: list[Finding]
     """The findings only the whole session shows (at its end)."""
     why: str
-    """``end`` (the stream ended), ``idle`` or ``evicted`` (too many open)."""
+    """Why it closed: ``idle``, ``evicted``, or the door's own reasons (the end of input,
+    a root span, a shutdown)."""
+    state: Session
+    """The session itself (its counters, and the door's state)."""
 
 
-def call_session(call: ToolCall, key: str) -> str | None:
-    """The session id a call names under ``key`` (as text), or None."""
-    value = call.metadata.get(key) if call.metadata else None
-    return None if value is None else str(value)
-
-
-@dataclass
-class _Open:
-    pipeline: Pipeline
-    gold: list[ToolCall]
-    weights: dict[str, float]
-    has_gold: bool
-    calls: int = 0
-    last: float = 0.0
-
-
-class Sessions:
-    """Routes calls to their session's pipeline (see the module docstring).
+class Sessions(Generic[S]):
+    """The open sessions, by key, oldest activity first (see the module docstring).
 
     Args:
-        key: the call field naming the session (``trace_id``, ``session_id``...).
-        opener: builds a new session's pipeline.
-        idle: seconds without a call after which :meth:`expire` closes a session (None: never).
-        max_open: sessions kept open at most; past it the oldest is closed (``evicted``).
+        opener: opens a new session.
+        idle: seconds without input after which :meth:`expire` closes a session (None: never).
+        max_open: sessions open at most; a new one past it evicts the oldest.
+        max_pending: calls waiting for their result, over all sessions, at most (None: no cap).
+        recent: closed sessions remembered, so that their late input is dropped.
         criterion: what counts as a pass in each session's verdict.
-        clock: the time source (for tests).
+        clock: seconds, monotonic (a test may drive it).
     """
 
     def __init__(
         self,
-        key: str,
-        opener: Opener,
+        opener: Opener[S],
         *,
         idle: float | None = None,
         max_open: int = 10_000,
+        max_pending: int | None = None,
+        recent: int = 0,
         criterion: PassCriterion | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_open < 1:
             raise ValueError(f"max_open must be at least 1, got {max_open}")
-        self.key = key
         self.idle = idle
         self.max_open = max_open
+        self.max_pending = max_pending
+        self.recent = recent
         self.criterion = criterion
+        self.clock = clock
         self._opener = opener
-        self._clock = clock
-        self._open: OrderedDict[str, _Open] = OrderedDict()
+        self.open: OrderedDict[str, S] = OrderedDict()
         self.opened = 0
         """Sessions opened so far."""
         self.evicted = 0
-        """Sessions closed because too many were open."""
-        self.unnamed = 0
-        """Calls that named no session (they go to the session ``""``)."""
+        """Sessions closed early to bound memory."""
+        self.pending = 0
+        """Calls waiting for their result, over all open sessions."""
+        self.late = 0
+        """Inputs dropped because their session had closed."""
+        self._recent: OrderedDict[str, None] = OrderedDict()
 
-    @property
-    def open_count(self) -> int:
-        """Sessions open now."""
-        return len(self._open)
+    def __len__(self) -> int:
+        return len(self.open)
 
-    def __contains__(self, session: str) -> bool:
-        return session in self._open
-
-    def calls_read(self, session: str) -> int:
-        """Calls the open ``session`` has read."""
-        return self._open[session].calls
-
-    def feed(self, batch: Batch) -> tuple[list[SessionFindings], list[ClosedSession]]:
-        """Route ``batch``'s calls; returns each session's new findings (in arrival order)
-        and the sessions closed to make room."""
-        now = self._clock()
-        by_session: OrderedDict[str, list[ToolCall]] = OrderedDict()
-        for call in batch.done:
-            session = call_session(call, self.key)
-            if session is None:
-                self.unnamed += 1
-                session = ""
-            by_session.setdefault(session, []).append(call)
-        out: list[SessionFindings] = []
+    def enter(
+        self, key: str, first: Any, now: float, inputs: int = 1
+    ) -> tuple[S | None, list[ClosedSession]]:
+        """The open session ``key``, marked active at ``now`` (opened for ``first`` if new,
+        the oldest closed first past ``max_open``), and the sessions closed to make room;
+        None when ``key`` closed recently (its ``inputs`` are counted as late)."""
+        if key in self._recent:
+            self.late += inputs
+            return None, []
+        session = self.open.get(key)
         closed: list[ClosedSession] = []
-        if batch.findings:  # the reader's own (a malformed line): no session to name
-            out.append(SessionFindings("", list(batch.findings)))
-        for session, calls in by_session.items():
-            state = self._open.get(session)
-            if state is None:
-                closed += self._make_room()
-                state = self._start(session)
-            else:
-                self._open.move_to_end(session)
-            numbered = [replace(c, index=state.calls + i) for i, c in enumerate(calls)]
-            state.calls += len(numbered)
-            state.last = now
-            found = state.pipeline.process(Batch(calls=numbered, done=numbered))
-            if found:
-                out.append(SessionFindings(session, found))
-        return out, closed
+        if session is None:
+            while len(self.open) >= self.max_open:
+                closed.append(self._evict())
+            session = self.open[key] = self._opener(key, first, now)
+            self.opened += 1
+        else:
+            self.open.move_to_end(key)
+        session.last = now
+        return session, closed
 
-    def expire(self) -> list[ClosedSession]:
-        """Close the sessions idle for longer than ``idle`` seconds."""
-        if self.idle is None:
+    def feed(self, session: S, batch: Batch, pending: int = 0) -> list[Finding]:
+        """Run ``batch`` through ``session``'s checks (``pending``: its calls now waiting for
+        a result, see :meth:`bound`); returns the findings."""
+        session.calls += len(batch.calls)
+        self.pending += pending - session.pending
+        session.pending = pending
+        return session.pipeline.process(batch) if (batch.calls or batch.done) else []
+
+    def bound(self) -> list[ClosedSession]:
+        """Close sessions, oldest first, while more than ``max_pending`` calls wait."""
+        closed: list[ClosedSession] = []
+        while self.max_pending is not None and self.pending > self.max_pending and self.open:
+            closed.append(self._evict())
+        return closed
+
+    def expire(self, now: float | None = None) -> list[ClosedSession]:
+        """Close the sessions idle for ``idle`` seconds or more, oldest first."""
+        idle = self.idle
+        if idle is None:
             return []
-        cutoff = self._clock() - self.idle
-        stale = [s for s, state in self._open.items() if state.last <= cutoff]
-        return [self._close(s, "idle") for s in stale]
+        now = self.clock() if now is None else now
+        closed: list[ClosedSession] = []
+        while self.open:
+            key, session = next(iter(self.open.items()))
+            if now - session.last < idle:
+                break
+            closed.append(self.close(key, "idle"))
+        return closed
 
-    def close_all(self) -> list[ClosedSession]:
-        """Close every open session (the stream ended), oldest first."""
-        return [self._close(s, "end") for s in list(self._open)]
+    def close_all(self, why: str = "end") -> list[ClosedSession]:
+        """Close every open session, oldest first."""
+        return [self.close(key, why) for key in list(self.open)]
 
-    def snapshot(self, session: str) -> EvaluationResult:
-        """The result the open ``session`` would give now."""
-        state = self._open[session]
-        return pipeline_result(
-            state.pipeline,
-            state.gold,
-            state.weights,
-            include_extras=False,
-            has_gold=state.has_gold,
-            score_only=True,
-        )
-
-    def _start(self, session: str) -> _Open:
-        pipeline, gold, weights, has_gold = self._opener(session)
-        state = _Open(pipeline, gold, weights, has_gold, last=self._clock())
-        self._open[session] = state
-        self.opened += 1
-        return state
-
-    def _make_room(self) -> list[ClosedSession]:
-        out: list[ClosedSession] = []
-        while len(self._open) >= self.max_open:
-            oldest = next(iter(self._open))
-            self.evicted += 1
-            out.append(self._close(oldest, "evicted"))
-        return out
-
-    def _close(self, session: str, why: str) -> ClosedSession:
-        state = self._open.pop(session)
-        found = state.pipeline.finish()
+    def close(self, key: str, why: str) -> ClosedSession:
+        """Close the open session ``key``: the calls its door holds complete without a
+        result, its checks finish, their states are reduced and judged."""
+        session = self.open.pop(key)
+        self.pending -= session.pending
+        session.pending = 0
+        if self.recent:
+            self._recent[key] = None
+            if len(self._recent) > self.recent:
+                self._recent.popitem(last=False)
+        pipeline = session.pipeline
+        held = session.flush()
+        found = pipeline.process(held) if held is not None and held.done else []
+        found += pipeline.finish()
         result = pipeline_result(
-            state.pipeline,
-            state.gold,
-            state.weights,
-            include_extras=True,
-            has_gold=state.has_gold,
-        )
-        return ClosedSession(session, result, judge(result, self.criterion), found, why)
+            pipeline, session.gold, session.weights, include_extras=True,
+            has_gold=session.has_gold,
+        )  # fmt: skip
+        return ClosedSession(key, result, result.verdict(self.criterion), found, why, session)
 
-
-def session_opener(
-    *,
-    gold: Any = None,
-    gold_for: Callable[[str], Any] | None = None,
-    weights: Mapping[str, float] | None = None,
-    rules: Any = None,
-    strict: bool = False,
-) -> Opener:
-    """An :data:`Opener` over :func:`toolscore.api.open_run`: every session gets ``gold`` (or
-    ``gold_for(session)``: a keyed gold's entry; None there means no gold, checks only) and
-    the same rules (parsed once, a :class:`~toolscore.hardrules.spec.RuleSet`)."""
-
-    def opener(session: str) -> tuple[Pipeline, list[ToolCall], dict[str, float], bool]:
-        mine = gold_for(session) if gold_for is not None else gold
-        pipeline, calls, norm = open_run(mine, weights, rules, strict=strict, keep_calls=False)
-        return pipeline, calls, norm, mine is not None
-
-    return opener
+    def _evict(self) -> ClosedSession:
+        self.evicted += 1
+        return self.close(next(iter(self.open)), "evicted")

@@ -6,6 +6,7 @@ import gzip
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from _cli import assert_stamped
 from toolscore.serve.app import ServeConfig
 from toolscore.serve.events import Events
 from toolscore.serve.sessions import Limits
@@ -40,6 +42,7 @@ def run_agent(url: str, kind: str) -> None:
 def test_sdk_exporter_findings_live_and_the_score_at_the_end(kind: str, tmp_path: Path) -> None:
     findings, records = tmp_path / "findings.jsonl", tmp_path / "sessions.jsonl"
     limits = Limits(grace=0.05)
+    since = datetime.now(timezone.utc)
     with serve(gold=GOLD, limits=limits, findings=str(findings), per_trace=str(records)) as srv:
         run_agent(srv.url, kind)
         srv.wait(lambda: srv.receiver.outputs.closed_count == 1)
@@ -54,6 +57,7 @@ def test_sdk_exporter_findings_live_and_the_score_at_the_end(kind: str, tmp_path
     found = [json.loads(x) for x in findings.read_text().splitlines()]
     assert {(f["check"], f["kind"]) for f in found} >= {("policy", "forbidden_call")}
     assert len({f["session"] for f in found}) == 1
+    assert_stamped(found, since)  # each with the time it was written
     (record,) = [json.loads(x) for x in records.read_text().splitlines()]
     assert record["calls"] == 3 and record["expected_calls"] == 2 and record["passed"] is False
     assert record["violations"] >= 2 and record["tools"]["fetch"] == [1, 1, 0]

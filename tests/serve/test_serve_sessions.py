@@ -9,7 +9,8 @@ import pytest
 
 from toolscore.api import read_rules
 from toolscore.calls import Finding, ToolCall
-from toolscore.gold import gold_from_dicts
+from toolscore.gold import Gold, gold_from_dicts
+from toolscore.hardrules.spec import ruleset
 from toolscore.result import EvaluationResult, normalize_weights
 from toolscore.serve.otlp import SpanIn
 from toolscore.serve.sessions import Limits, Session, SessionChecks, Sessions
@@ -55,10 +56,12 @@ def root(trace: str, **attrs: Any) -> SpanIn:
     return SpanIn(trace, "cd" * 4, True, dict(attrs), {}, {"startTimeUnixNano": 0})
 
 
-def make(limits: Limits, gold: list[dict[str, Any]] | None = None) -> tuple[Sessions, Sink, Clock]:
+def make(limits: Limits, gold: list[Any] | None = None) -> tuple[Sessions, Sink, Clock]:
+    """Sessions over one gold (dicts, or a :class:`~toolscore.gold.Gold` as it is)."""
+
     class Lookup:
         def get(self, trace_id: str | None, name: str | None) -> Any:
-            return None if gold is None else gold_from_dicts(gold)
+            return gold if gold is None or isinstance(gold, Gold) else gold_from_dicts(gold)
 
     checks = SessionChecks(
         gold=Lookup(),  # type: ignore[arg-type]
@@ -147,3 +150,16 @@ def test_calls_of_one_request_are_read_in_start_time_order(order: int) -> None:
     late.fields["startTimeUnixNano"] = 9
     sessions.add([early, late] if order else [late, early], 0.0)
     assert sink.of("calls") == [("t", ["first", "second"])]
+
+
+def test_a_sessions_gold_adds_its_own_rules_once() -> None:
+    """A keyed gold line's own rules (here a budget of one call) apply to its session, on top
+    of the rule file, and once: the second call is one broken rule, not two."""
+    gold = Gold(gold_from_dicts([{"tool": "x", "args": {"q": 1}}]), ruleset({"max_calls": 1}))
+    sessions, sink, _ = make(Limits(), gold=gold)
+    for trace in ("a", "b"):  # two sessions of one gold (its plan shared)
+        sessions.add([tool(trace, "x"), tool(trace, "x"), tool(trace, "rm")], 0.0)
+    sessions.close_all()
+    assert [f for _, f in sink.of("findings")] == [["step_budget_exceeded", "forbidden_call"]] * 2
+    for _, (_, verdict) in sink.of("closed"):
+        assert (verdict.violations.rules, verdict.violations.forbidden) == (1, 1)

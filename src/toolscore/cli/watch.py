@@ -19,8 +19,9 @@ followed by ``> Calls read: N in T s (R/s)``; the exit status is then 130 (SIGIN
 (SIGTERM), else ``eval``'s. A second signal exits at once, without the summary, whatever a
 check is doing (see :mod:`toolscore._interrupt`).
 
-``--findings FILE`` appends each finding as one JSON line (``Finding.to_json()``), written with
-one unbuffered ``write`` per finding so another process can tail it.
+``--findings FILE`` appends each finding as one JSON line (``Finding.to_json()`` after a
+``time``: when it was written, ISO 8601 UTC), written with one unbuffered ``write`` per batch
+of findings, so another process can tail it.
 """
 
 from __future__ import annotations
@@ -180,11 +181,10 @@ class _Printer:
 
     def on_finding(self, found: list[Finding]) -> None:
         if self._findings_fd is not None:
-            # the JSON report loads only when a command runs: start-up
-            from ..reports.json import finding_line
+            # the output helpers load only when a command runs: start-up
+            from ..outputs import findings_lines
 
-            for finding in found:
-                os.write(self._findings_fd, finding_line(finding) + b"\n")
+            os.write(self._findings_fd, findings_lines(found))
         run = self.run
         calls = run.calls_read if run is not None else 0
         self.refresh_score(force=not self.live_status)

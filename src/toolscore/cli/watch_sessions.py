@@ -11,7 +11,8 @@ oldest past ``--max-sessions``), gets one line with its verdict::
 
     [session a] closed (idle): 3 calls, grade B FAIL (84.0%), 1 violation(s) (1 broken rule(s))
 
-``--findings FILE`` appends each finding as a JSON line with a ``session`` key. The exit
+``--findings FILE`` appends each finding as a JSON line with ``time`` (ISO 8601 UTC) and
+``session`` keys. The exit
 status is ``eval``'s over all sessions: 2 for an input error, 1 when a session had a
 violation (``--fail-on-violations``) or fell below ``--fail-under``, else 0.
 """
@@ -118,14 +119,12 @@ class _Out:
             self._fd = open_append(opts.findings)
 
     def findings(self, event: SessionFindings, calls: int) -> None:
-        from ..reports.json import dumps  # the JSON writer: only when a finding is written
+        if self._fd is not None:
+            from ..outputs import findings_lines  # the JSON writer: only with --findings
 
-        lines = []
-        for finding in event.findings:
-            prefix = f"[session {shown(event.session)} | calls {calls}]"
-            lines.append(f"{prefix} {finding.severity.upper():<7}  {shown(finding.message)}")
-            if self._fd is not None:
-                os.write(self._fd, dumps({**finding.to_json(), "session": event.session}) + b"\n")
+            os.write(self._fd, findings_lines(event.findings, event.session))
+        prefix = f"[session {shown(event.session)} | calls {calls}]"
+        lines = [f"{prefix} {f.severity.upper():<7}  {shown(f.message)}" for f in event.findings]
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
 
@@ -180,9 +179,8 @@ async def _drive(opts: WatchOptions, weights: Any, tally: _Tally, out: _Out, sto
                         tally.add(event)
                         out.closed(event)
                     else:
-                        session = event.session
-                        calls = run.sessions.calls_read(session) if session in run.sessions else 0
-                        out.findings(event, calls)
+                        session = run.sessions.open.get(event.session)
+                        out.findings(event, 0 if session is None else session.calls)
         finally:
             if isinstance(source, anyio.abc.AsyncResource):
                 with anyio.CancelScope(shield=True):

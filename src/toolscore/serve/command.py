@@ -86,13 +86,8 @@ def build(opts: ServeOptions, workdir: str) -> Any:
     from .sessions import Limits, SessionChecks
 
     weights = normalize_weights(parse_weights(opts.weights))
-    lookup = None
-    single = None
-    if opts.gold is not None:
-        spec = build_gold(opts.gold, workdir, key=None)
-        lookup = GoldLookup(spec)
-        single = spec.path if spec.kind == "one" else None
-    rules = read_rules(opts.forbidden, None, single)
+    lookup = None if opts.gold is None else GoldLookup(build_gold(opts.gold, workdir, key=None))
+    rules = read_rules(opts.forbidden)  # a session's gold adds its own rules
     checks = SessionChecks(
         gold=lookup, gold_by=opts.gold_by, rules=rules, weights=weights, strict=opts.strict
     )

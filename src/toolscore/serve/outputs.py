@@ -8,9 +8,10 @@ Console lines (plain text, one per event, flushed at once)::
 
 Finding messages are already redacted by the pipeline; they are shown with control
 characters escaped (:func:`toolscore.sanitize.shown`). ``--findings`` appends each finding
-as a JSON line with its session (``{"session": ..., "check": ...}``); ``--per-trace`` appends
-each closed session's record as the dataset writes it (:class:`~toolscore.dataset.records.
-TraceRecord`, its ``trace_id`` the session's key, its ``task`` the gold's name). The verdict
+as a JSON line with its time and session (``{"time": ..., "session": ..., "check": ...}``);
+``--per-trace`` appends each closed session's record as the dataset writes it
+(:class:`~toolscore.dataset.records.TraceRecord`, its ``trace_id`` the session's key, its
+``task`` the gold's name). The verdict
 (score, grade, violations, pass) is :meth:`~toolscore.result.EvaluationResult.verdict`'s.
 """
 
@@ -20,9 +21,7 @@ import os
 import time
 from typing import IO, TYPE_CHECKING, Any
 
-import orjson
-
-from ..reports.json import finding_line
+from ..outputs import findings_lines, open_append
 from ..sanitize import shown
 from .metrics import Metrics
 
@@ -72,8 +71,6 @@ class Outputs:
         events: Events | None = None,
         show_calls: bool = False,
     ) -> None:
-        from ..outputs import open_append
-
         self.metrics = Metrics()
         self.console = console
         self.events = events
@@ -107,9 +104,7 @@ class Outputs:
         for finding in found:
             metrics.finding(finding.check, finding.kind, finding.severity, latency)
         if self._findings is not None:
-            head = b'{"session":' + orjson.dumps(session.key) + b","
-            data = b"".join(head + finding_line(f)[1:] + b"\n" for f in found)
-            os.write(self._findings, data)
+            os.write(self._findings, findings_lines(found, session.key))
         if self.events is not None:
             for finding in found:
                 index = finding.call_index

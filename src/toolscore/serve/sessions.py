@@ -1,26 +1,21 @@
-"""Sessions: spans grouped by trace (or by an attribute), each evaluated by its own pipeline.
+"""Sessions of ``toolscore serve``: spans grouped by trace (or by an attribute), each session
+read by its own OTel reader and evaluated through the session core (:mod:`toolscore.sessions`).
 
 A session is one agent run: the spans of one trace id, or, with ``key`` set (for example
 ``gen_ai.conversation.id``), of one value of that span (or resource) attribute. A span
 without the attribute joins the session its trace was last seen in, else its trace's own.
 
-Each session holds the OTel reader (:class:`~toolscore.sources.otel.OTelDialect`) and the
-project's one pipeline (:func:`toolscore.api.builtin_checks` into a
-:class:`~toolscore.pipeline.Pipeline`): the spans of each request are read in start-time
-order, and the calls they complete are fed as one :class:`~toolscore.calls.Batch`, so every
-check and hard rule fires the moment the span of its call arrives. A chat span's call waits
-for its result (a later chat span, or its tool span) in the reader, as in a file.
+Each session holds the OTel reader (:class:`~toolscore.sources.otel.OTelDialect`): the spans
+of each request are read in start-time order, and the calls they complete are fed to its
+pipeline as one :class:`~toolscore.calls.Batch`, so every check and hard rule fires the moment
+the span of its call arrives. A chat span's call waits for its result (a later chat span, or
+its tool span) in the reader, as in a file. A session's gold is named by the session's key,
+or by the ``gold_by`` attribute of its first span.
 
-A session closes ``grace`` seconds after its root span arrives (a span without a parent ends
-its trace; spans arriving within the grace still count), after ``idle`` seconds without a
-span, when evicted, or at shutdown. Closing finishes the checks, reduces the states into the
-session's result (:func:`toolscore.api.pipeline_result`; without gold, checks only: no
-score) and hands it to the sink. Spans of a session closed recently are counted as late and
-dropped rather than opening a second session.
-
-Memory is bounded: at most ``max_sessions`` open, and ``max_pending`` calls waiting for their
-result over all sessions; past either, the session idle longest is closed first (an
-eviction, counted). Nothing here does I/O or awaits.
+Here a session also closes (``ended``) ``grace`` seconds after its root span arrives (a span
+without a parent ends its trace; spans arriving within the grace still count); the core closes
+it when ``idle``, ``evicted`` (past ``max_sessions`` or ``max_pending``) or at ``shutdown``.
+Spans of a session closed recently are counted as late and dropped. Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -29,12 +24,12 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..api import builtin_checks, pipeline_result
+from .. import sessions as core
 from ..calls import Batch, Finding, ToolCall
 from ..errors import ToolscoreError
-from ..pipeline import Pipeline, feed_sync, finish_sync
 from ..sources.otel import OTelDialect
 from .otlp import SpanIn
 
@@ -43,11 +38,7 @@ if TYPE_CHECKING:
     from ..hardrules.spec import RuleSet
     from ..result import EvaluationResult
 
-__all__ = ["CLOSE_REASONS", "Limits", "Session", "SessionChecks", "SessionSink", "Sessions"]
-
-CLOSE_REASONS = ("ended", "idle", "evicted", "shutdown")
-"""Why a session closed: its root span arrived (and the grace passed), it was idle, it was
-evicted to bound memory, or the server stopped."""
+__all__ = ["Limits", "Session", "SessionChecks", "SessionSink", "Sessions"]
 
 
 @dataclass(frozen=True)
@@ -77,16 +68,14 @@ class SessionSink(Protocol):
     def closed(self, session: Session, result: EvaluationResult, reason: str) -> None: ...
 
 
-class SessionChecks:
-    """What every session is evaluated with: the rules, weights and its gold.
+class SessionChecks(core.SessionChecks):
+    """The core's checks (no trajectory steps kept), with each session's gold.
 
     Args:
         gold: the gold lookup (one gold for all, keyed, or a directory); None: checks only.
         gold_by: the span or resource attribute whose value names a session's gold (read on
             the session's first span); None: the session's key.
-        rules: the forbidden and hard rules, read once.
-        weights: normalized weights.
-        strict: compare argument types exactly.
+        rules, weights, strict: as for :class:`toolscore.sessions.SessionChecks`.
     """
 
     def __init__(
@@ -98,12 +87,9 @@ class SessionChecks:
         weights: dict[str, float],
         strict: bool,
     ) -> None:
+        super().__init__(rules=rules, weights=weights, strict=strict, trajectory=False)
         self.gold = gold
         self.gold_by = gold_by
-        self.rules = rules
-        self.weights = weights
-        self.strict = strict
-        self._plans: dict[int, tuple[list[ToolCall], Any]] = {}
         self.gold_errors = 0
         """Sessions whose gold file could not be read (evaluated without gold)."""
 
@@ -121,63 +107,19 @@ class SessionChecks:
             self.gold_errors += 1
             return name, None
 
-    def pipeline(self, gold: list[ToolCall]) -> Pipeline:
-        """A session's pipeline: the built-in checks (and hard rules) over ``gold``, reading
-        no trajectory steps (the score, the verdict and the record do not read them), so a
-        session's memory does not grow with its calls."""
-        cached = self._plans.get(id(gold))
-        plan = cached[1] if cached is not None and cached[0] is gold else None
-        checks = builtin_checks(
-            gold, self.rules, strict=self.strict, keep_details=False, plan=plan, trajectory=False
-        )
-        if plan is None:
-            # one gold's plan (its calls' signatures...), shared by its sessions as by the
-            # traces of a dataset; the last few golds' kept
-            self._plans[id(gold)] = (gold, getattr(checks[0], "plan", None))
-            if len(self._plans) > 64:
-                del self._plans[next(iter(self._plans))]
-        return Pipeline(checks)
 
+class Session(core.Session):
+    """One open session: the core's, with its reader and what the outputs need to know."""
 
-class Session:
-    """One open session: its reader, its pipeline, and what the outputs need to know."""
+    __slots__ = ("arrival", "dialect", "first", "root", "span_of", "task", "tools")
 
-    __slots__ = (
-        "arrival",
-        "calls",
-        "dialect",
-        "first",
-        "gold",
-        "has_gold",
-        "key",
-        "last",
-        "opened",
-        "pending",
-        "pipeline",
-        "root",
-        "span_of",
-        "spans",
-        "task",
-        "tools",
-    )
-
-    def __init__(
-        self, key: str, task: str, pipeline: Pipeline, gold: list[ToolCall] | None, now: float
-    ) -> None:
-        self.key = key
-        self.task = task
+    def __init__(self, key: str, checks: SessionChecks, first: SpanIn, now: float) -> None:
+        self.task, gold = checks.gold_for(key, first)
         """The gold's name (see :meth:`SessionChecks.gold_for`)."""
-        self.pipeline = pipeline
-        self.gold = gold or []
-        self.has_gold = gold is not None
+        super().__init__(key, checks, gold, now)
         self.dialect = OTelDialect(key)
-        self.opened = self.last = now
         self.arrival = now
         """When the request being read arrived (``time.perf_counter()``)."""
-        self.spans = 0
-        self.calls = 0
-        self.pending = 0
-        """Calls waiting for their result."""
         self.tools: Counter[str] = Counter()
         self.first: tuple[str, str] | None = None
         """(trace id, span id) of the first span read."""
@@ -186,11 +128,11 @@ class Session:
         self.span_of: dict[int, tuple[str, str]] = {}
         """The span of each call not yet released to the checks (for the evaluation events)."""
 
-    def feed(self, spans: list[SpanIn], arrival: float) -> list[ToolCall]:
-        """Read ``spans`` (one request's, in start-time order) and run the calls they
-        complete through the checks; returns the new calls."""
+    def read(self, spans: list[SpanIn], arrival: float) -> Batch:
+        """Read ``spans`` (one request's) in start-time order: the calls they read and
+        complete."""
         if len(spans) > 1:
-            spans.sort(key=_start)
+            spans.sort(key=attrgetter("start"))
         out = Batch()
         dialect = self.dialect
         span_of = self.span_of
@@ -205,36 +147,19 @@ class Session:
             for call in out.calls[before:]:
                 span_of[call.index] = where
                 self.tools[call.tool] += 1
-        self.spans += len(spans)
-        self.calls += len(out.calls)
-        self.pending = len(dialect.pending)
         if out.calls or out.done:
             self.arrival = arrival
-            feed_sync(self.pipeline, [out])
-            for call in out.done:
-                span_of.pop(call.index, None)
-        return out.calls
+        return out
 
-    def close(self, weights: dict[str, float]) -> EvaluationResult:
-        """End of the session: calls still waiting complete without a result, the checks
-        finish, and their states are reduced into the session's result."""
+    def flush(self) -> Batch:
+        """Calls still waiting for their result complete without one."""
         out = Batch()
         self.dialect.close(out)
-        self.pending = 0
-        if out.done:
-            feed_sync(self.pipeline, [out])
-        finish_sync(self.pipeline)
-        return pipeline_result(
-            self.pipeline, self.gold, weights, include_extras=True, has_gold=self.has_gold
-        )
+        return out
 
 
-def _start(span: SpanIn) -> int:
-    return span.start
-
-
-class Sessions:
-    """The open sessions, by key, oldest activity first.
+class Sessions(core.Sessions[Session]):
+    """The open sessions of a server, whose events go to ``sink``.
 
     Args:
         limits: grouping, closing and bounds.
@@ -250,24 +175,22 @@ class Sessions:
         sink: SessionSink,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(
+            self._start, idle=limits.idle, max_open=limits.max_sessions,
+            max_pending=limits.max_pending, recent=limits.recent, clock=clock,
+        )  # fmt: skip
         self.limits = limits
         self.checks = checks
         self.sink = sink
-        self.clock = clock
-        self.open: OrderedDict[str, Session] = OrderedDict()
         self.closing: dict[str, float] = {}
         """Sessions whose root span came: when they close."""
-        self.pending = 0
-        """Calls waiting for their result, over all open sessions."""
-        self.late = 0
-        """Spans dropped because their session had closed."""
-        self.evicted = 0
-        self._recent: OrderedDict[str, None] = OrderedDict()
         self._traces: OrderedDict[str, str] = OrderedDict()
         """Trace id -> session key, when sessions are grouped by an attribute."""
 
-    def __len__(self) -> int:
-        return len(self.open)
+    def _start(self, key: str, first: SpanIn, now: float) -> Session:
+        session = Session(key, self.checks, first, now)
+        self.sink.opened(session)
+        return session
 
     def _key(self, span: SpanIn) -> str:
         attr = self.limits.key
@@ -287,93 +210,56 @@ class Sessions:
     def add(self, spans: list[SpanIn], arrival: float) -> None:
         """Read one request's spans into their sessions (opening those that are new)."""
         groups: dict[str, list[SpanIn]] = {}
-        recent = self._recent
         for span in spans:
             key = self._key(span)
-            if key in recent:
-                self.late += 1
-                continue
             group = groups.get(key)
             if group is None:
                 groups[key] = [span]
             else:
                 group.append(span)
         now = self.clock()
+        sink = self.sink
         for key, group in groups.items():
-            session = self.open.get(key)
+            session, _ = self.enter(key, group[0], now, len(group))
             if session is None:
-                session = self._open(key, group[0], now)
-            else:
-                self.open.move_to_end(key)
-            session.last = now
-            before = session.pending
-            calls = session.feed(group, arrival)
-            self.pending += session.pending - before
-            if calls:
-                self.sink.calls(session, calls)
+                continue
+            batch = session.read(group, arrival)
+            found = self.feed(session, batch, len(session.dialect.pending))
+            if found:
+                sink.findings(session, found)
+            for call in batch.done:
+                session.span_of.pop(call.index, None)
+            if batch.calls:
+                sink.calls(session, batch.calls)
             if self.limits.key is None and key not in self.closing:
                 if any(span.root for span in group):
                     self.closing[key] = now + self.limits.grace
-        while self.pending > self.limits.max_pending and self.open:
-            self._evict()
+        self.bound()
         if self.closing and self.limits.grace <= 0:
             self.sweep(now)
 
-    def _open(self, key: str, first: SpanIn, now: float) -> Session:
-        while len(self.open) >= self.limits.max_sessions:
-            self._evict()
-        task, gold = self.checks.gold_for(key, first)
-        pipeline = self.checks.pipeline(gold or [])
-        session = Session(key, task, pipeline, gold, now)
-        sink = self.sink
-
-        def found(findings: list[Finding]) -> None:
-            sink.findings(session, findings)
-
-        pipeline.on_finding = found
-        self.open[key] = session
-        sink.opened(session)
-        return session
-
-    def _evict(self) -> None:
-        key = next(iter(self.open))
-        self.evicted += 1
-        self.close(key, "evicted")
-
-    def close(self, key: str, reason: str) -> None:
-        """Close one open session (see the module's doc)."""
-        session = self.open.pop(key)
+    def close(self, key: str, why: str) -> core.ClosedSession:
+        """Close one open session and hand its end to the sink."""
+        session = self.open[key]
         self.closing.pop(key, None)
-        self.pending -= session.pending
-        recent = self._recent
-        recent[key] = None
-        if len(recent) > self.limits.recent:
-            recent.popitem(last=False)
-        result = session.close(self.checks.weights)
-        self.sink.closed(session, result, reason)
+        done = super().close(key, why)
+        if done.findings:
+            self.sink.findings(session, done.findings)
+        self.sink.closed(session, done.result, why)
+        return done
+
+    def close_all(self, why: str = "shutdown") -> list[core.ClosedSession]:
+        return super().close_all(why)
 
     def sweep(self, now: float | None = None) -> int:
         """Close the sessions whose grace or idle time is over; returns how many."""
         now = self.clock() if now is None else now
         closed = 0
-        if self.closing:
-            for key, at in list(self.closing.items()):
-                if at <= now and key in self.open:
-                    self.close(key, "ended")
-                    closed += 1
-        idle = self.limits.idle
-        while self.open:
-            key, session = next(iter(self.open.items()))
-            if now - session.last < idle:
-                break
-            self.close(key, "idle")
-            closed += 1
-        return closed
-
-    def close_all(self, reason: str = "shutdown") -> None:
-        """Close every open session, oldest first."""
-        while self.open:
-            self.close(next(iter(self.open)), reason)
+        for key, at in list(self.closing.items()):
+            if at <= now and key in self.open:
+                self.close(key, "ended")
+                closed += 1
+        return closed + len(self.expire(now))
 
     def stats(self) -> dict[str, Any]:
         """Counters for ``/healthz``."""
