@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import toolscore
@@ -233,6 +233,14 @@ def _matchers() -> st.SearchStrategy[tuple[Any, Any]]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pair=_matchers(), value=_values, present=st.booleans())
+@example(  # a Python optional dict whose own key is optional (found by this test)
+    pair=(
+        {"$optional": {"a": {"$optional": {"$gte": 0}}}},
+        OptionalArg({"a": OptionalArg(AtLeast(0))}),
+    ),
+    value={},
+    present=True,
+)
 def test_a_matcher_decides_alike_in_a_gold_file_a_keyed_line_and_python(
     tmp_path_factory: pytest.TempPathFactory, pair: tuple[Any, Any], value: Any, present: bool
 ) -> None:

@@ -189,6 +189,13 @@ def from_json(value: Any, at: Where = ()) -> Any:
     if isinstance(value, list):
         items = [from_json(v, (*at, i)) for i, v in enumerate(value)]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if value.__class__ is OptionalArg:  # a Python matcher around a dict with optional keys
+        inner = from_json(value.value, at)
+        return value if inner is value.value else OptionalArg(inner)
+    if value.__class__ is OneOf:
+        options = [from_json(v, at) for v in value.values]
+        unchanged = all(a is b for a, b in zip(options, value.values, strict=True))
+        return value if unchanged else OneOf(*options)
     return value
 
 
