@@ -32,7 +32,8 @@ from toolscore import evaluate, evaluate_stream, evaluate_trace
 from toolscore.dataset import evaluate_dataset
 from toolscore.gold import Gold, gold_from_dicts
 from toolscore.hardrules.spec import ruleset_from_json
-from toolscore.live import watch, watch_sessions
+from toolscore.live import watch
+from toolscore.live_sessions import watch_sessions
 from toolscore.sessions import ClosedSession
 from toolscore.verdict import Verdict
 

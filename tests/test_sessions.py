@@ -17,7 +17,7 @@ from toolscore import evaluate
 from toolscore.calls import Batch
 from toolscore.gold import calls_from_dicts
 from toolscore.hardrules.spec import ruleset
-from toolscore.live import TraceSessions, session_opener, watch_sessions
+from toolscore.live_sessions import TraceSessions, session_opener, watch_sessions
 from toolscore.sessions import ClosedSession, SessionFindings
 
 GOLD = [{"tool": "search", "args": {"q": "x"}}, {"tool": "fetch", "args": {"url": "u"}}]

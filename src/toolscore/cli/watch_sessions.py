@@ -33,7 +33,7 @@ from ._options import WatchOptions
 from ._util import error_line, failure_status
 
 if TYPE_CHECKING:
-    from ..live import SessionsRun
+    from ..live_sessions import SessionsRun
     from ..sessions import ClosedSession, SessionFindings
 
 __all__ = ["run_watch_sessions", "session_line"]
@@ -143,7 +143,8 @@ async def _drive(opts: WatchOptions, weights: Any, tally: _Tally, out: _Out, sto
 
     import anyio.abc
 
-    from ..live import plain_errors, watch_sessions
+    from ..live import plain_errors
+    from ..live_sessions import watch_sessions
     from ..sessions import ClosedSession
     from .watch import _source
 
