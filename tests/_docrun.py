@@ -1,8 +1,9 @@
 """A fork server for the docs' commands: ``toolscore ...`` and ``python -m pytest ...`` lines
 run in a child forked from a process that has imported toolscore's command line and pytest
 once, instead of a fresh interpreter each (which costs a second or more a line on a busy
-machine). Each child is a real process running the real entry point: its own cwd, stdout,
-stderr and exit status, its atexit handlers run.
+machine). Each child is a real process (``multiprocessing``'s fork) running the real entry
+point: its own cwd, stdout, stderr and exit status; ``TMPDIR`` points into its cwd (a
+temporary copy), so what a run leaves there goes with it.
 
 Protocol, one JSON line each way: ``{"argv": [...], "cwd": "...", "out": "...", "err": "..."}``
 in, ``{"status": N}`` out.
@@ -10,14 +11,20 @@ in, ``{"status": N}`` out.
 
 from __future__ import annotations
 
-import atexit
+import io
 import json
+import multiprocessing
 import os
 import sys
+import tempfile
+from contextlib import redirect_stdout
 
 
-def _child(argv: list[str], cwd: str, out: str, err: str) -> int:
+def _child(argv: list[str], cwd: str, out: str, err: str) -> None:
     os.chdir(cwd)
+    os.makedirs(".tmp", exist_ok=True)
+    os.environ["TMPDIR"] = os.path.abspath(".tmp")
+    tempfile.tempdir = None
     sys.path[0] = cwd  # as `python -m pytest` started in cwd would have it
     stdin = os.open(os.devnull, os.O_RDONLY)
     os.dup2(stdin, 0)
@@ -25,23 +32,14 @@ def _child(argv: list[str], cwd: str, out: str, err: str) -> int:
         handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(handle, fd)
         os.close(handle)
-    try:
-        if argv[0] == "toolscore":
-            import toolscore.cli
+    if argv[0] == "toolscore":
+        import toolscore.cli
 
-            sys.argv = argv
-            toolscore.cli.main()
-            return 0
-        import pytest
+        sys.argv = argv
+        toolscore.cli.main()  # exits with the command's status
+    import pytest
 
-        return int(pytest.main(argv[3:]))
-    except SystemExit as exc:
-        code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
-    finally:
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
+    sys.exit(int(pytest.main(argv[3:])))
 
 
 def serve() -> None:
@@ -49,19 +47,17 @@ def serve() -> None:
 
     import toolscore.cli
 
-    toolscore.cli._command()
+    with redirect_stdout(io.StringIO()):  # loads every command's module
+        toolscore.cli.main(["--help"], standalone_mode=False)
+    fork = multiprocessing.get_context("fork")
     for line in sys.stdin:
         request = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            status = 1
-            try:
-                status = _child(request["argv"], request["cwd"], request["out"], request["err"])
-            finally:
-                os._exit(status)
-        _, wait = os.waitpid(pid, 0)
-        status = os.waitstatus_to_exitcode(wait)
-        sys.stdout.write(json.dumps({"status": status}) + "\n")
+        child = fork.Process(
+            target=_child, args=(request["argv"], request["cwd"], request["out"], request["err"])
+        )
+        child.start()
+        child.join()
+        sys.stdout.write(json.dumps({"status": child.exitcode}) + "\n")
         sys.stdout.flush()
 
 
