@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .records import TraceRecord
     from .run import DatasetResult
 
-__all__ = ["Table", "html_page", "svg_histogram", "svg_tools"]
+__all__ = ["Table", "attention", "html_page", "svg_histogram", "svg_tools"]
 
 MAX_FILES = 20
 """Trace files named at most (the rest are counted)."""
@@ -156,15 +156,22 @@ def svg_tools(rates: Sequence[tuple[str, int, int, int, float, float]], show: in
     return "".join(out)
 
 
-def _banner(result: DatasetResult) -> str:
-    agg = result.aggregate
+def attention(result: DatasetResult) -> list[str]:
+    """What needs a look, for the verdict's banner or panel: traces with violations, traces
+    that could not be read, gold lines that could not be used."""
     notes = []
-    if agg.traces_with_violations:
-        notes.append(f"{agg.traces_with_violations:,} trace(s) with violations")
+    if result.aggregate.traces_with_violations:
+        notes.append(f"{result.aggregate.traces_with_violations:,} trace(s) with violations")
     if result.input_errors:
         notes.append(f"{result.input_errors:,} unreadable")
     if result.gold_problems:
         notes.append(f"{result.gold_problems:,} unusable gold line(s)")
+    return notes
+
+
+def _banner(result: DatasetResult) -> str:
+    agg = result.aggregate
+    notes = attention(result)
     mean = result.mean
     if result.checks_only:
         css = "fail" if agg.violations else "pass"

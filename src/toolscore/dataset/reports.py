@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from ..sanitize import shown
-from .html import Table, html_page, svg_tools
+from .html import Table, attention, html_page, svg_tools
 from .run import DatasetResult
 
 __all__ = ["render_html", "render_markdown", "summary_renderable", "write_json"]
@@ -222,13 +222,7 @@ def first_signal(result: DatasetResult) -> Any:
     rate = result.pass_rate
     if rate is not None:
         text.append(f"   pass rate {rate:.1%} ({agg.passed:,} of {agg.judged:,})")
-    notes = []
-    if agg.traces_with_violations:
-        notes.append(f"{agg.traces_with_violations:,} trace(s) with violations")
-    if result.input_errors:
-        notes.append(f"{result.input_errors:,} unreadable")
-    if result.gold_problems:
-        notes.append(f"{result.gold_problems:,} unusable gold line(s)")
+    notes = attention(result)
     if notes:
         text.append("\n" + ", ".join(notes), style="bold red")
     return Panel.fit(text)
