@@ -8,7 +8,6 @@ JSON report keeps the values as recorded.
 from __future__ import annotations
 
 import heapq
-import html
 import io
 import os
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ import orjson
 from .._rounding import percent
 from ..sanitize import shown
 from .groups import GroupRow
+from .html import Table, attention, html_page, svg_tools
 from .run import DatasetResult
 
 __all__ = ["render_html", "render_markdown", "summary_renderable", "write_json"]
@@ -274,13 +274,7 @@ def first_signal(result: DatasetResult) -> Any:
     rate = result.pass_rate
     if rate is not None:
         text.append(f"   pass rate {rate:.1%} ({agg.passed:,} of {agg.judged:,})")
-    notes = []
-    if agg.traces_with_violations:
-        notes.append(f"{agg.traces_with_violations:,} trace(s) with violations")
-    if result.input_errors:
-        notes.append(f"{result.input_errors:,} unreadable")
-    if result.gold_problems:
-        notes.append(f"{result.gold_problems:,} unusable gold line(s)")
+    notes = attention(result)
     if notes:
         text.append("\n" + ", ".join(notes), style="bold red")
     return Panel.fit(text)
@@ -369,100 +363,27 @@ def render_markdown(
     return "\n".join(lines)
 
 
-def _svg_histogram(counts: list[int]) -> str:
-    width, height, pad = 420, 160, 24
-    top = max(counts) or 1
-    bar = (width - 2 * pad) / len(counts)
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        'role="img" aria-label="score distribution">'
-    ]
-    for i, n in enumerate(counts):
-        h = (height - 2 * pad) * n / top
-        x = pad + i * bar
-        y = height - pad - h
-        out.append(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 2:.1f}" height="{h:.1f}" fill="#4c78a8">'
-            f"<title>{i / len(counts):.2f}-{(i + 1) / len(counts):.2f}: {n}</title></rect>"
-        )
-    out.append(
-        f'<text x="{pad}" y="{height - 6}" font-size="11">0</text>'
-        f'<text x="{width - pad - 8}" y="{height - 6}" font-size="11">1</text>'
-        f'<text x="{pad}" y="14" font-size="11">max {top:,} traces</text></svg>'
-    )
-    return "".join(out)
-
-
-def _svg_tools(rows: list[tuple[str, int, int, int, float, float]]) -> str:
-    rows = rows[:SHOW]
-    width, row_h, label = 520, 20, 200
-    height = row_h * len(rows) + 10
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        'role="img" aria-label="failure rate per tool">'
-    ]
-    for i, (tool, calls, failed, _, rate, _) in enumerate(rows):
-        y = 5 + i * row_h
-        w = (width - label - 60) * rate
-        name = html.escape(_r(tool)[:30])
-        out.append(
-            f'<text x="0" y="{y + 14}" font-size="12">{name}</text>'
-            f'<rect x="{label}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="#e45756">'
-            f"<title>{failed:,} of {calls:,}</title></rect>"
-            f'<text x="{label + w + 4:.1f}" y="{y + 14}" font-size="12">{rate:.1%}</text>'
-        )
-    out.append("</svg>")
-    return "".join(out)
-
-
 def render_html(result: DatasetResult) -> str:
-    """The aggregate as one self-contained HTML page (inline SVG, no network; redacted)."""
-
-    def esc(text: object) -> str:
-        return html.escape(_r(text))
-
-    def table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
-        )
-        return f"<table><tr>{head}</tr>{body}</table>"
-
-    parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>toolscore dataset</title>",
-        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}"
-        "table{border-collapse:collapse}tr:nth-child(even){background:#f4f4f4}</style></head><body>",
-        "<h1>toolscore dataset report</h1>",
-        table(("", ""), [(n, _r(v)) for n, v in _headline(result)]),
-        "<h2>Score distribution</h2>",
-        _svg_histogram(result.aggregate.histogram),
-    ]
-    for dim, rows in result.groups.items():
-        parts += [
-            f"<h2>{esc(_group_title(dim, rows))}</h2>",
-            table(_group_columns(result, _r(dim)), _group_rows(result, rows)),
-        ]
+    """The aggregate as one self-contained HTML page (:mod:`.html`: a verdict banner, inline
+    SVG, the worst traces linked to their records; no network; redacted)."""
     rates = result.aggregate.tool_rates()
-    if rates:
-        parts += ["<h2>Failure rate per tool (most failed calls first)</h2>", _svg_tools(rates)]
-        parts.append(table(("tool", "calls", "failed", "retried"), _tool_rows(result)))
-    if result.aggregate.findings:
-        parts += [
-            "<h2>Findings</h2>",
-            table(("kind", "count in traces", "examples"), _finding_rows(result)),
-        ]
-    if result.aggregate.worst:
-        parts += [
-            "<h2>Worst traces (lowest-scored failing)</h2>",
-            table(("trace", "score"), _worst_rows(result)),
-        ]
-    if result.tasks_count:
-        parts += [
-            f"<h2>{esc(_tasks_title(result))}</h2>",
-            table(("task", "passed", "pass@k", "pass^k"), _task_rows(result)),
-        ]
-    errors = _error_lines(result)
-    if errors:
-        parts += ["<h2>Input</h2><ul>"] + [f"<li>{esc(line)}</li>" for line in errors] + ["</ul>"]
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    groups = [
+        Table(_group_title(dim, rows), _group_columns(result, _r(dim)), _group_rows(result, rows))
+        for dim, rows in result.groups.items()
+    ]
+    before = [
+        *groups,
+        Table(
+            "Failure rate per tool",
+            ("tool", "calls", "failed", "retried"),
+            _tool_rows(result),
+            svg_tools(rates, SHOW) if rates else "",
+        ),
+        Table("Findings", ("kind", "count in traces", "examples"), _finding_rows(result)),
+    ]
+    tasks = Table(
+        _tasks_title(result),
+        ("task", "passed", "pass@k", "pass^k"),
+        _task_rows(result) if result.tasks_count else [],
+    )
+    return html_page(result, _headline(result), before, [tasks], _error_lines(result))
