@@ -262,7 +262,7 @@ def test_findings_lines_stamp_each_finding_and_name_its_session(
 
     from _cli import assert_stamped
     from toolscore.calls import Finding
-    from toolscore.outputs import findings_lines
+    from toolscore.reports.json import findings_lines
 
     found = [Finding("policy", "forbidden_call", "error", message, index, "rm")] * 2
     since = datetime.now(timezone.utc)

@@ -25,20 +25,16 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import IO, TYPE_CHECKING
-
-import orjson
 
 from .errors import UsageError
 
 if TYPE_CHECKING:
-    from .calls import Finding
+    pass
 
 __all__ = [
     "OutputTarget",
     "file_mode",
-    "findings_lines",
     "open_append",
     "open_stream",
     "refuse_overlap",
@@ -204,20 +200,6 @@ def open_append(path: str) -> int:
         return os.dup(fd)
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
     return os.open(path, flags, 0o644)
-
-
-def findings_lines(found: Iterable[Finding], session: str | None = None) -> bytes:
-    """The JSON lines a live door appends to ``--findings``: each finding's record
-    (:func:`~toolscore.reports.json.finding_line`) after ``time``, when it was written (ISO
-    8601, UTC, to the millisecond), and ``session`` for a session's finding."""
-    # the JSON writer loads only when a finding is written: start-up
-    from .reports.json import finding_line
-
-    now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    head = b'{"time":"' + now.encode() + b'",'
-    if session is not None:
-        head += b'"session":' + orjson.dumps(session) + b","
-    return b"".join(head + finding_line(f)[1:] + b"\n" for f in found)
 
 
 def write_report(path: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:

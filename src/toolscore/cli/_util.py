@@ -5,18 +5,20 @@ applies, and what an unexpected exception becomes."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
+from typing import Any
 
 import typer
 
 from .._exitcodes import EXIT_CLOSED_OUTPUT, Outcome, exit_code
-from ..errors import InputError
+from ..errors import InputError, UsageError
 from ..limits import set_max_value_bytes
 from ..redact import use_pii
 from ..result import parse_weights
 from ..sanitize import shown
 from ..verdict import parse_fail_under
-from ._options import RunOptions
+from ._options import RunOptions, WatchOptions
 
 __all__ = [
     "apply_settings",
@@ -106,3 +108,24 @@ def internal_error_status(exc: Exception, hint: str = "") -> int:
         raise typer.Exit(closed_output_status()) from None
     error_line(f"internal error: {type(exc).__name__}: {exc}{hint}")
     return exit_code(Outcome(internal_error=True))
+
+
+def watch_source(opts: WatchOptions) -> Any:
+    """The byte source: stdin, a followed file, a FIFO read live, or a regular file's path."""
+    # the live readers load only when watch runs: start-up
+    from ..follow import FdStream, FileFollower
+
+    trace = opts.trace
+    if trace is None or trace == "-":
+        if opts.follow:
+            raise UsageError("--follow needs a TRACE file to follow, not stdin")
+        return FdStream(sys.stdin.fileno())
+    if opts.follow:
+        return FileFollower(trace, poll_interval=opts.poll_interval)
+    try:
+        regular = stat.S_ISREG(os.stat(trace).st_mode)
+    except OSError:
+        regular = True  # let the source report the missing file in its own words
+    if regular:
+        return trace
+    return FdStream(os.open(trace, os.O_RDONLY), close_fd=True, name=trace)

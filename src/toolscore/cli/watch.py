@@ -27,15 +27,13 @@ of findings, so another process can tail it.
 from __future__ import annotations
 
 import os
-import stat
-import sys
 import time
 from typing import IO, TYPE_CHECKING, Any
 
 import typer
 
 from .._interrupt import StopOnSignal, Terminated
-from ..errors import ToolscoreError, UsageError
+from ..errors import ToolscoreError
 from ..limits import DEFAULT_MAX_VALUE_BYTES
 from ..sanitize import shown
 from . import _options as opt
@@ -46,6 +44,7 @@ from ._util import (
     failure_status,
     internal_error_status,
     parse_run_options,
+    watch_source,
 )
 from .eval import final_status
 
@@ -182,7 +181,7 @@ class _Printer:
     def on_finding(self, found: list[Finding]) -> None:
         if self._findings_fd is not None:
             # the output helpers load only when a command runs: start-up
-            from ..outputs import findings_lines
+            from ..reports.json import findings_lines
 
             os.write(self._findings_fd, findings_lines(found))
         run = self.run
@@ -201,27 +200,6 @@ class _Printer:
 
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-
-
-def _source(opts: WatchOptions) -> Any:
-    """The byte source: stdin, a followed file, a FIFO read live, or a regular file's path."""
-    # the live readers load only when watch runs: start-up
-    from ..follow import FdStream, FileFollower
-
-    trace = opts.trace
-    if trace is None or trace == "-":
-        if opts.follow:
-            raise UsageError("--follow needs a TRACE file to follow, not stdin")
-        return FdStream(sys.stdin.fileno())
-    if opts.follow:
-        return FileFollower(trace, poll_interval=opts.poll_interval)
-    try:
-        regular = stat.S_ISREG(os.stat(trace).st_mode)
-    except OSError:
-        regular = True  # let the source report the missing file in its own words
-    if regular:
-        return trace
-    return FdStream(os.open(trace, os.O_RDONLY), close_fd=True, name=trace)
 
 
 async def _watch(
@@ -248,7 +226,7 @@ async def _watch(
     stop.on_first = on_first
     result: EvaluationResult
     with plain_errors():
-        source = _source(opts)
+        source = watch_source(opts)
         try:
             async with watch(
                 source,

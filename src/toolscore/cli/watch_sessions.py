@@ -30,7 +30,7 @@ from ..errors import ToolscoreError
 from ..sanitize import shown
 from ..verdict import SCORE_EPSILON, passes
 from ._options import WatchOptions
-from ._util import error_line, failure_status
+from ._util import error_line, failure_status, watch_source
 
 if TYPE_CHECKING:
     from ..live_sessions import SessionsRun
@@ -120,7 +120,7 @@ class _Out:
 
     def findings(self, event: SessionFindings, calls: int) -> None:
         if self._fd is not None:
-            from ..outputs import findings_lines  # the JSON writer: only with --findings
+            from ..reports.json import findings_lines  # the JSON writer: only with --findings
 
             os.write(self._fd, findings_lines(event.findings, event.session))
         prefix = f"[session {shown(event.session)} | calls {calls}]"
@@ -146,7 +146,6 @@ async def _drive(opts: WatchOptions, weights: Any, tally: _Tally, out: _Out, sto
     from ..live import plain_errors
     from ..live_sessions import watch_sessions
     from ..sessions import ClosedSession
-    from .watch import _source
 
     loop = asyncio.get_running_loop()
     current: list[SessionsRun] = []
@@ -160,7 +159,7 @@ async def _drive(opts: WatchOptions, weights: Any, tally: _Tally, out: _Out, sto
 
     stop.on_first = on_first
     with plain_errors(), tempfile.TemporaryDirectory(prefix="toolscore-watch-") as work:
-        source = _source(opts)
+        source = watch_source(opts)
         try:
             async with watch_sessions(
                 source,

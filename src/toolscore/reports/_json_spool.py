@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable
+from datetime import datetime, timezone
 from typing import IO, Any
 
 import orjson
@@ -155,3 +156,14 @@ def finding_line(finding: Finding) -> bytes:
         return orjson.dumps(record)
     except TypeError:  # a user's check may have put anything in a field
         return dumps(record)
+
+
+def findings_lines(found: Iterable[Finding], session: str | None = None) -> bytes:
+    """The JSON lines a live door appends to ``--findings``: each finding's record
+    (:func:`finding_line`) after ``time``, when it was written (ISO
+    8601, UTC, to the millisecond), and ``session`` for a session's finding."""
+    now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    head = b'{"time":"' + now.encode() + b'",'
+    if session is not None:
+        head += b'"session":' + orjson.dumps(session) + b","
+    return b"".join(head + finding_line(f)[1:] + b"\n" for f in found)

@@ -42,7 +42,7 @@ from ._json_io import (
     dumps,
     joined,
 )
-from ._json_spool import CallSpool, FindingSpool, finding_line
+from ._json_spool import CallSpool, FindingSpool, finding_line, findings_lines
 
 __all__ = [
     "MAX_QUEUED",
@@ -52,6 +52,7 @@ __all__ = [
     "JsonReport",
     "dumps",
     "finding_line",
+    "findings_lines",
     "joined",
     "summary",
     "write_json_report",

@@ -21,7 +21,8 @@ import os
 import time
 from typing import IO, TYPE_CHECKING, Any
 
-from ..outputs import findings_lines, open_append
+from ..outputs import open_append
+from ..reports.json import findings_lines
 from ..sanitize import shown
 from .metrics import Metrics
 
