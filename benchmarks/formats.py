@@ -572,14 +572,14 @@ def write_trace(path: Path, case: Case, size: int, seed: int = 1) -> int:
 #: and records what the detector decided, then prints one JSON line.
 CHILD = r"""
 import json, sys, time
-from toolscore.sources import _drive, iter_batches
+from toolscore.sources import _session, iter_batches
 decided = []
-_detect = _drive.detect
+_detect = _session.detect
 def _spy(*args, **kwargs):
     found = _detect(*args, **kwargs)
     decided.append([found.layout, found.dialect, found.prefix])
     return found
-_drive.detect = _spy
+_session.detect = _spy
 start = time.perf_counter()
 calls = done = findings = 0
 error = None

@@ -2,24 +2,34 @@
 
 All three build the same checks and drive the same :class:`~toolscore.pipeline.Pipeline`;
 they differ only in where calls come from and whether the driver awaits.
+
+Where things are: the drivers here; the building blocks they share (the gold, the rules, the
+built-in checks, the pipeline and its result, the pass rule) in ``_api_run``; trace sources
+as batches (and the guard for an error before the first call) in ``_api_batches``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import (
-    AsyncIterable,
-    AsyncIterator,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
-from typing import IO, TYPE_CHECKING, Any, Union
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any
 
 from . import limits
+from ._api_batches import TraceSource as TraceSource
+from ._api_batches import _batches_of
+from ._api_batches import abatches as abatches
+from ._api_batches import aguard_first as aguard_first
+from ._api_batches import guard_first as guard_first
+from ._api_run import GoldInput as GoldInput
+from ._api_run import PassRule as PassRule
+from ._api_run import RulesInput as RulesInput
+from ._api_run import builtin_checks as builtin_checks
+from ._api_run import open_run as open_run
+from ._api_run import pass_criterion as pass_criterion
+from ._api_run import pipeline_result as pipeline_result
+from ._api_run import read_gold as read_gold
+from ._api_run import read_rules as read_rules
 from ._args import (
     check_format,
     check_gold,
@@ -28,20 +38,14 @@ from ._args import (
     check_trace_file,
     check_workers,
 )
-from .calls import Batch, ToolCall
-from .checks._base import BaseCheck, user_checks
-from .checks.errors import errors_check
-from .checks.expected import expected_for
-from .checks.policy import policy_check
-from .checks.secrets import ToolNames, secrets_check
-from .errors import InputError, UsageError
-from .failed import failures_of
-from .gold import Gold, calls_from_dicts, gold_from_dicts, read_gold_file
-from .hardrules.spec import RuleSet, combine, load_gold_rules, load_rules, ruleset
+from .calls import Batch
+from .checks._base import user_checks
+from .errors import UsageError
+from .gold import calls_from_dicts, gold_from_dicts
 from .pipeline import CallSink, FindingSink, Pipeline, finish_sync, run_async, run_sync
 from .redact import pii_redaction
-from .result import EvaluationResult, normalize_weights, reduce
-from .verdict import PassCriterion, parse_pass
+from .result import EvaluationResult, normalize_weights
+from .side_effects import side_effect_checks
 
 if TYPE_CHECKING:
     from .parts import trace as parallel
@@ -55,200 +59,6 @@ __all__ = [
     "evaluate_stream",
     "evaluate_trace",
 ]
-
-GoldInput = Union[str, "os.PathLike[str]", Sequence[Mapping[str, Any]], Sequence[ToolCall]]
-"""A gold file's path, or the expected calls as dicts (or ToolCall objects)."""
-RulesInput = Union[
-    str, "os.PathLike[str]", Sequence[Mapping[str, Any]], Mapping[str, Any], RuleSet, None
-]
-"""A rule file's path, or rules in Python form: a list of forbidden rules, or a rule object
-(``{"forbidden": [...], "allow": [...], "order": [...], ...}``; see
-:mod:`toolscore.hardrules.spec`)."""
-TraceSource = Union[
-    str,
-    "os.PathLike[str]",
-    IO[bytes],
-    AsyncIterable[bytes],
-    AsyncIterable[Mapping[str, Any]],
-    Iterable[Mapping[str, Any]],
-]
-"""A trace: a path (``-`` for stdin, ``.gz`` read compressed), a binary file, an async byte
-stream (``anyio.abc.ByteReceiveStream`` or any async iterable of bytes), or the calls
-themselves as an (async) iterable of dicts in Toolscore's in-memory form."""
-
-_BATCH = 1024
-
-
-def read_gold(gold: GoldInput) -> list[ToolCall]:
-    """The gold calls: from a file (a :class:`~toolscore.gold.Gold`, with the file's own
-    rules), or as given (dicts or calls; a ``Gold`` as it is)."""
-    if isinstance(gold, (str, os.PathLike)):
-        return read_gold_file(gold)
-    if isinstance(gold, Gold):
-        return gold
-    items = list(gold)
-    if items and all(isinstance(item, ToolCall) for item in items):
-        return [item for item in items if isinstance(item, ToolCall)]
-    return gold_from_dicts(items)
-
-
-def _one_ruleset(rules: RulesInput) -> RuleSet | None:
-    if rules is None:
-        return None
-    if isinstance(rules, (str, os.PathLike)):
-        return load_rules(rules)
-    if isinstance(rules, (RuleSet, Mapping)):
-        return ruleset(rules)
-    return ruleset(list(rules))
-
-
-def read_rules(
-    forbidden: RulesInput,
-    rules: RulesInput = None,
-    gold: GoldInput | None = None,
-    criterion: PassCriterion | None = None,
-) -> RuleSet | None:
-    """The one place rules are merged: the gold's own (a gold file that is an object, a
-    keyed gold line: ``gold`` read as a :class:`~toolscore.gold.Gold`, or a path), then
-    ``forbidden`` and ``rules`` (rule files or Python forms), then what the pass rule needs
-    run (its match modes)."""
-    found = _one_ruleset(forbidden)
-    found = combine(found, _one_ruleset(rules))
-    if criterion is not None:
-        found = combine(found, criterion.rules())
-    if isinstance(gold, (str, os.PathLike)):
-        found = combine(load_gold_rules(gold), found)
-    elif isinstance(gold, Gold):
-        found = combine(gold.rules, found)
-    return found
-
-
-def builtin_checks(
-    gold: list[ToolCall],
-    rules: RuleSet | None,
-    *,
-    strict: bool,
-    keep_details: bool,
-    plan: Any = None,
-    score_only: bool = False,
-    tool_names: ToolNames | None = None,
-    weights: Mapping[str, float] | None = None,
-    trajectory: bool = True,
-) -> list[BaseCheck]:
-    """The built-in checks; ``plan``: an earlier expected-calls check's plan for the same gold
-    and options, reused (unless hard rules put argument modes into the score);
-    ``score_only``: only the score's metrics (see
-    :meth:`~toolscore.checks.expected.state.ExpectedState.score_metrics`), the findings and
-    the errors check's counts are read (no trajectory steps, no identical-call count);
-    ``tool_names``: the tool names the secrets checks of earlier traces scanned;
-    ``weights``: the run's normalized weights, which pick the best alternative of a gold
-    with alternative calls (None: the default weights); ``trajectory``: False keeps no
-    trajectory steps (a live session's memory then does not grow with its calls; its result
-    has no ``trajectory_metrics`` steps)."""
-    expected = expected_for(
-        gold, rules, strict=strict, keep_details=keep_details, plan=plan,
-        score_only=score_only, weights=weights, trajectory=trajectory,
-    )  # fmt: skip
-    checks: list[BaseCheck] = [
-        expected,
-        errors_check(count_identical=not score_only, failures=failures_of(rules)),
-        secrets_check(tool_names=tool_names),
-    ]
-    if rules is not None and rules.has_forbidden:
-        checks.append(policy_check(rules.forbidden))
-    if rules is not None and rules.hard:
-        from .checks.hardrules import hard_rules_check
-
-        checks.append(hard_rules_check(rules, gold, strict=strict))
-    return checks
-
-
-def pipeline_result(
-    pipeline: Pipeline,
-    gold: list[ToolCall],
-    weights: dict[str, float],
-    *,
-    include_extras: bool,
-    has_gold: bool = True,
-    score_only: bool = False,
-    criterion: PassCriterion | None = None,
-) -> EvaluationResult:
-    """The result of what ``pipeline`` has read so far: its checks' states, reduced
-    (``has_gold`` false: a checks-only evaluation, with no score; ``score_only``: only what
-    the score and the verdict read, see :func:`~toolscore.result.reduce`; ``criterion``: the
-    pass rule its verdict applies)."""
-    return reduce(
-        pipeline.states(),
-        weights=weights,
-        gold=gold,
-        trace_calls=pipeline.calls,
-        trace_calls_count=pipeline.calls_read,
-        findings=pipeline.findings,
-        input_error=pipeline.error,
-        input_findings=pipeline.input_findings,
-        input_problems=pipeline.input_problems,
-        include_extras=include_extras,
-        has_gold=has_gold,
-        score_only=score_only,
-        criterion=criterion,
-    )
-
-
-def open_run(
-    gold: GoldInput | None,
-    weights: Mapping[str, float] | None,
-    forbidden: RulesInput,
-    *,
-    strict: bool,
-    keep_calls: bool,
-    on_finding: FindingSink | None = None,
-    on_calls: CallSink | None = None,
-    rules: RulesInput = None,
-    checks: Sequence[Any] | None = None,
-    criterion: PassCriterion | None = None,
-) -> tuple[Pipeline, list[ToolCall], dict[str, float]]:
-    """Validate weights, load the gold file and the rules, build the streaming pipeline
-    (the built-in checks, then the user's ``checks``); the pass rule's match modes join the
-    rules (``criterion``)."""
-    norm = normalize_weights(weights)
-    gold_calls = [] if gold is None else read_gold(gold)
-    rules = read_rules(forbidden, rules, gold_calls, criterion)
-    pipeline = Pipeline(
-        builtin_checks(gold_calls, rules, strict=strict, keep_details=keep_calls, weights=norm)
-        + user_checks(checks),
-        keep_calls=keep_calls,
-        on_finding=on_finding,
-        on_calls=on_calls,
-    )
-    return pipeline, gold_calls, norm
-
-
-PassRule = PassCriterion | str | None
-"""A pass rule: a :class:`~toolscore.verdict.PassCriterion`, or its text
-(:func:`~toolscore.verdict.parse_pass`: ``"match:superset, no-violations"``)."""
-
-
-def pass_criterion(rule: PassRule) -> PassCriterion | None:
-    """A pass rule as a criterion (None: the default one).
-
-    Raises:
-        UsageError: a rule written as text that does not parse.
-        TypeError: neither a criterion, a string nor None.
-    """
-    if rule is None or isinstance(rule, PassCriterion):
-        return rule
-    if isinstance(rule, str):
-        try:
-            return parse_pass(rule)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    raise TypeError(f"pass_rule must be a PassCriterion or its text, got {type(rule).__name__}")
-
-
-def _batches_of(calls: list[ToolCall]) -> Iterable[Batch]:
-    for start in range(0, len(calls), _BATCH):
-        chunk = calls[start : start + _BATCH]
-        yield Batch(calls=chunk, done=chunk)
 
 
 def evaluate(
@@ -311,6 +121,7 @@ def evaluate(
 
 
 def extract_calls(actual: Any) -> list[Any]:
+    # every SDK's converter (~75 ms to import) loads only for calls given as objects
     from .integrations import auto_extract
 
     return list(auto_extract(actual))
@@ -397,9 +208,8 @@ def evaluate_trace(
         expected = None if gold_file is None else read_gold(gold_file)  # read once
         if validate_side_effects and expected is not None:
             # a gold's side_effects, checked on the paired trace calls
-            from .side_effects import side_effect_checks
-
             checks = side_effect_checks(expected, checks)
+        # the trace readers (ijson, anyio, gzip: ~35 ms) load only when a trace is read
         from .sources import iter_batches
 
         pipeline, gold, norm = open_run(
@@ -418,6 +228,7 @@ def evaluate_trace(
         if split is None:
             run_sync(pipeline, guard_first(iter_batches(trace_file, format, on_bytes=on_bytes)))
         else:
+            # the parallel reader (multiprocessing) loads only for a trace read in parts
             from .parts import trace as parallel
 
             ruleset = read_rules(forbidden, rules, gold, criterion)
@@ -475,8 +286,9 @@ def _plan_parts(
 ) -> parallel.Plan | None:
     if workers == 1 or not _may_split(trace, workers):
         return None  # a small trace: the parallel reader is not even imported
+    # the parallel reader (multiprocessing) loads only for a large trace file
     from .parts import trace as parallel
-    from .sources.detect import check_format
+    from .sources.detect import check_format  # the trace readers (~35 ms), as above
 
     if not parallel.mergeable(pipeline.checks, on_calls, keep_calls):
         return None
@@ -504,34 +316,7 @@ def _may_split(trace: Any, workers: int | None) -> bool:
 
 def _no_judge(judge: bool) -> None:
     if judge:
-        from .errors import UsageError
-
         raise UsageError("the LLM judge is not part of toolscore; evaluate without judge=")
-
-
-class _BeforeFirstCall:
-    """Turns an input error met before any call was read into an exception: with nothing
-    evaluated there is no result to carry it."""
-
-    def __init__(self) -> None:
-        self.read_any = False
-
-    def check(self, batch: Batch) -> Batch:
-        if batch.error is not None and not self.read_any and not batch.n_calls:
-            raise batch.error
-        self.read_any = self.read_any or bool(batch.n_calls)
-        return batch
-
-
-def guard_first(batches: Iterable[Batch]) -> Iterator[Batch]:
-    guard = _BeforeFirstCall()
-    return (guard.check(batch) for batch in batches)
-
-
-async def aguard_first(batches: AsyncIterable[Batch]) -> AsyncIterator[Batch]:
-    guard = _BeforeFirstCall()
-    async for batch in batches:
-        yield guard.check(batch)
 
 
 async def evaluate_stream(
@@ -600,62 +385,3 @@ async def evaluate_stream(
             has_gold=gold is not None,
             criterion=criterion,
         )
-
-
-class _NamedChunks:
-    """An async iterable of bytes that keeps its source's ``name`` (a followed file's path),
-    so that locations name the file rather than ``<stream>``."""
-
-    def __init__(self, chunks: AsyncIterator[bytes], name: str) -> None:
-        self._chunks = chunks
-        self.name = name
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._chunks
-
-
-async def abatches(
-    source: TraceSource, format: str = "auto", *, one_trace: bool = True
-) -> AsyncIterator[Batch]:
-    """Batches from any :data:`TraceSource`: bytes go through a decoder, dicts are calls
-    (``one_trace`` false: a stream of sessions, see :func:`~toolscore.sources.aiter_batches`)."""
-    from .sources import aiter_batches
-
-    if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
-        async for batch in aiter_batches(source, format, one_trace=one_trace):  # type: ignore[arg-type]
-            yield batch
-        return
-    if isinstance(source, AsyncIterable):
-        iterator = source.__aiter__()
-        try:
-            first = await iterator.__anext__()
-        except StopAsyncIteration:
-            return
-        if isinstance(first, (bytes, bytearray, memoryview)):
-
-            async def _bytes() -> AsyncIterator[bytes]:
-                yield bytes(first)
-                async for chunk in iterator:
-                    yield bytes(chunk)  # type: ignore[arg-type]
-
-            name = getattr(source, "name", None)  # a followed file's path, for locations
-            chunks = _bytes() if not isinstance(name, str) else _NamedChunks(_bytes(), name)
-            async for batch in aiter_batches(chunks, format, one_trace=one_trace):
-                yield batch
-            return
-        # An agent's own loop hands calls over one at a time, so each is evaluated as it
-        # arrives: there is no way to know whether the next one is ready.
-        calls = calls_from_dicts([first], start=0)
-        yield Batch(calls=calls, done=calls)
-        index = 1
-        async for item in iterator:
-            calls = calls_from_dicts([item], start=index)
-            index += 1
-            yield Batch(calls=calls, done=calls)
-        return
-    if isinstance(source, Iterable):
-        calls = calls_from_dicts(list(source))
-        for batch in _batches_of(calls):
-            yield batch
-        return
-    raise InputError("<stream>", f"cannot read a trace from {type(source).__name__}")

@@ -212,7 +212,7 @@ def test_a_block_that_does_not_decode_is_none(text: bytes) -> None:
 def test_a_large_block_writes_the_same_records_on_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from toolscore.sources import custom
+    from toolscore.sources import _custom_block  # where ONE_PER_LINE is read
 
     lines = [
         json.dumps({"tool": "t", "args": {"i": i}, "result": [" "] if i % 7 else "", "error": "x"})
@@ -224,7 +224,7 @@ def test_a_large_block_writes_the_same_records_on_one_line(
     sep = b",\n  "
     texts = []
     for one_per_line in (1000, 64):
-        monkeypatch.setattr(custom, "ONE_PER_LINE", one_per_line)
+        monkeypatch.setattr(_custom_block, "ONE_PER_LINE", one_per_line)
         out: list[bytes] = []
         assert block.write_records(out.append, sep) == 100
         texts.append(b"".join(bytes(piece) for piece in out))
