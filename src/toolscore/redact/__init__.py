@@ -47,7 +47,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from ..calls import Finding
+from ..calls import Finding, Location
 from ._patterns import (
     _PII_SET,
     CREDENTIAL_KINDS,
@@ -203,17 +203,23 @@ def redact_each(texts: list[str], pii: Collection[str] | None = None) -> list[st
     return [redact_secrets(text, kinds) for text in texts]
 
 
+def _source(finding: Any) -> str | None:
+    location = finding.location
+    return None if location is None else location.source
+
+
 def redact_findings(findings: list[Any], pii: Collection[str] = ()) -> list[Any]:
     """The findings with every credential (and personal data of the kinds ``pii``) redacted
-    from the fields their message shows (tool name, path, detail); the list itself when there
-    was none (one prefilter search for the lot).
+    from the fields their message shows (tool name, path, detail) and from the file their
+    location names; the list itself when there was none (one prefilter search for the lot).
 
     Args:
         findings: :class:`~toolscore.calls.Finding` objects.
         pii: personal-data kinds to redact too.
     """
     kinds = frozenset(pii)
-    if _none_wanted([t for f in findings for t in (f.tool, f.path, f.detail) if t], kinds):
+    texts = [t for f in findings for t in (f.tool, f.path, f.detail, _source(f)) if t]
+    if _none_wanted(texts, kinds):
         return findings
 
     def clean(text: str | None) -> str | None:
@@ -222,11 +228,15 @@ def redact_findings(findings: list[Any], pii: Collection[str] = ()) -> list[Any]
     out: list[Any] = []
     for f in findings:
         tool, path, detail = clean(f.tool), clean(f.path), clean(f.detail)
-        if tool is f.tool and path is f.path and detail is f.detail:
+        location = f.location
+        source = _source(f)
+        if source and clean(source) != source:  # a file named with a key
+            location = Location(redact_secrets(source, kinds), location.line, location.offset)
+        if tool is f.tool and path is f.path and detail is f.detail and location is f.location:
             out.append(f)
             continue
         redacted = Finding(
-            f.check, f.kind, f.severity, None, f.call_index, tool, f.location, f.preview,
+            f.check, f.kind, f.severity, None, f.call_index, tool, location, f.preview,
             rule=f.rule, path=path, detail=detail, template=f.template,
         )  # fmt: skip
         out.append(redacted)
