@@ -80,3 +80,18 @@ def test_the_pytest_plugins_report() -> None:
     html = _html(markdown)
     assert "<h1>Toolscore test report</h1>" in html and html.count("<h1") == 1
     assert html.count("<table>") == 1  # no cell broke out of its table
+
+
+def test_the_baseline_verdict_section() -> None:
+    # what the Markdown reports and the Action's job summary append after a baseline run
+    from toolscore.baseline import TraceSummary, compare
+    from toolscore.cli._ci import verdict_markdown
+
+    def summary(score: float) -> TraceSummary:
+        return TraceSummary(score=score, grade="A", required=None)
+
+    before = {p: summary(1.0) for p in PAYLOADS}
+    after = {p: summary(0.5) for p in PAYLOADS}
+    markdown = verdict_markdown(compare(before, after))
+    assert markdown.count("- ") >= len(PAYLOADS)
+    _assert_inert(markdown)
