@@ -12,7 +12,7 @@ import pytest
 from cmarkgfm.cmark import Options
 
 import toolscore
-from toolscore._pytest_report import Recorder, _markdown
+from toolscore._pytest_report import Recorder, write_session_report
 from toolscore.reports.markdown import md_text, render_markdown
 
 IMG = "<img src=x onerror=alert(1)>"
@@ -65,17 +65,15 @@ def test_the_single_trace_report(tmp_path: Path) -> None:
     _assert_inert(markdown)
 
 
-def test_the_pytest_plugins_report() -> None:
+def test_the_pytest_plugins_report(tmp_path: Path) -> None:
     recorder = Recorder()
     calls = [{"tool": IMG, "args": {}, "error": f"{LINK} {IMAGE} {BARE}"}]
     result = toolscore.evaluate([{"tool": "fetch"}], calls)
     for payload in PAYLOADS:
         recorder.record(f"test_x.py::test_a[{payload}]", payload, result, passed=False)
     recorder.record("test_x.py::test_b", "assert_tools", None, passed=False, failure=FENCE + IMG)
-    markdown = _markdown(
-        {"evaluations": 6, "passed": 0, "failed": 6, "mean_score": None, "findings": 1},
-        recorder.entries,
-    )
+    _, md_path = write_session_report(str(tmp_path / "report.json"), recorder.entries)
+    markdown = md_path.read_text("utf-8")
     _assert_inert(markdown)
     html = _html(markdown)
     assert "<h1>Toolscore test report</h1>" in html and html.count("<h1") == 1
