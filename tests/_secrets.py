@@ -78,6 +78,26 @@ MORE: dict[str, list[str]] = {
 }
 """The credential kinds beyond Toolscore's: kind -> planted values (texts holding one key)."""
 
+_ALNUM52 = _ALNUM36 + "Qw3Er5Ty7Ui9Op1A"
+_HEX64 = _HEX32 * 2
+_B58_24 = "3Zk6s8w7" + "WqMUesCJ" + "T5pq8Z9T"  # base58: no 0, O, I or l
+AGENT: dict[str, list[str]] = {
+    "groq_api_key": ["gs" + "k_" + _ALNUM52],
+    "openrouter_api_key": ["sk-" + "or-v1-" + _HEX64],
+    "xai_api_key": ["xa" + "i-" + _ALNUM36 * 2 + "Ab1Cd2Ef"],
+    "replicate_api_token": ["r" + "8_" + _ALNUM36 + "Q"],
+    "perplexity_api_key": ["pp" + "lx-" + _ALNUM36 + "Ab1Cd2Ef3Gh4"],
+    "fireworks_api_key": ["f" + "w_" + _B58_24],
+    "langsmith_api_key": [
+        "lsv2" + "_pt_" + _HEX32 + "_" + "0a1b2c3d4e",
+        "lsv2" + "_sk_" + _HEX32[::-1] + "_" + "9f8e7d6c5b",
+    ],
+    "tavily_api_key": ["tv" + "ly-" + _ALNUM36[:32], "tv" + "ly-dev-" + _ALNUM36[4:36]],
+    "pinecone_api_key": ["pc" + "sk_" + "3UiVd2" + "_" + _ALNUM52 + "Rt5Yu7Io9Pa"],
+}
+"""The keys of model and agent-tool providers: kind -> planted values."""
+MORE.update(AGENT)
+
 SECRET_PART: dict[str, str] = {
     MORE["azure_storage_key"][0]: _B64_86 + "==",
     MORE["azure_shared_access_key"][0]: _B64_86[:43] + "=",

@@ -129,10 +129,16 @@ def test_adversarial_strings_are_linear() -> None:
         "sk-" * 300_000,
         ("sk-" + "a" * 31 + "-") * 30_000,
         "xox" * 300_000,
-        "AKIA" * 250_000,
+        "eyJ" * 300_000,
+        "eyJ_" * 250_000,
+        "gsk_" * 250_000,
+        "pcsk_" + "a_" * 500_000,
+        ("lsv2_pt_" + "0" * 32 + "_") * 20_000,
     ]
     for text in cases:
         assert scan_text(text) == []
+    # a key may start inside a word: of a run of "AKIA", the last 20 characters are one
+    assert scan_text("AKIA" * 250_000) == [(999_980, 10**6, "aws_access_key_id", "AKIA" * 5)]
     # one long run of the token alphabet is one match, found once
     assert len(scan_text("github_pat_" * 90_000)) == 1
     many_headers = "-----BEGIN PRIVATE " + "KEY-----" + "x" * 10

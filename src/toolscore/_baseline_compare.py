@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._baseline_file import Baseline
-from ._baseline_summary import TraceSummary, aggregate
+from ._baseline_summary import TraceSummary, aggregate, baseline_name
 
 MAX_LISTED = 1000
 """Regressions and improvements a :class:`Comparison` lists (all are counted)."""
@@ -229,9 +229,11 @@ def compare(
 ) -> Comparison:
     """Compare a run (``trace_id -> summary``) with a baseline; see the module docstring.
 
-    Traces are matched by id; when both sides hold exactly one trace they are compared
-    whatever their ids (a single trace evaluated from another path). With more than one
-    trace the aggregate is compared too (mean score, required calls, findings by key).
+    Traces are matched by id (by :func:`~toolscore.baseline.baseline_name`: an id holding
+    a credential is shown redacted and matched by its hash); when both sides hold exactly
+    one trace they are compared whatever their ids (a single trace evaluated from another
+    path). With more than one trace the aggregate is compared too (mean score, required
+    calls, findings by key).
     :class:`Comparer` does the same one trace at a time.
 
     Args:
@@ -242,7 +244,10 @@ def compare(
     Raises:
         ValueError: ``tolerance`` is negative or not finite.
     """
-    old_traces = baseline.traces if isinstance(baseline, Baseline) else dict(baseline)
+    old = baseline.traces if isinstance(baseline, Baseline) else baseline
+    # ids as the baseline stores them: a credential-shaped id redacted, matched by its hash
+    old_traces = {baseline_name(trace_id): summary for trace_id, summary in old.items()}
+    current = {baseline_name(trace_id): summary for trace_id, summary in current.items()}
     comparer = Comparer(tolerance)
     if len(old_traces) == 1 and len(current) == 1:
         ((old_id, before),) = old_traces.items()

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._baseline_summary import TraceSummary, aggregate
+from ._baseline_summary import TraceSummary, aggregate, baseline_name
 from .errors import InputError
 from .outputs import write_report
 
@@ -36,7 +36,7 @@ def baseline_lines(
             yield '"traces": {\n'
         else:
             yield previous + ",\n"
-        previous = f"{_line(str(trace_id))}: {_line(summary.to_json())}"
+        previous = f"{_line(baseline_name(str(trace_id)))}: {_line(summary.to_json())}"
     if previous is None:
         yield '"traces": {},\n'
     else:
@@ -57,7 +57,8 @@ def write_baseline(path: str | os.PathLike[str], summaries: Mapping[str, TraceSu
     Raises:
         OSError: the file cannot be written (naming ``path``).
     """
-    write_baseline_entries(path, aggregate(summaries), sorted(summaries.items()))
+    named = {baseline_name(trace_id): summary for trace_id, summary in summaries.items()}
+    write_baseline_entries(path, aggregate(named), sorted(named.items()))
 
 
 def write_baseline_entries(
@@ -65,7 +66,8 @@ def write_baseline_entries(
     aggregate_data: Mapping[str, Any],
     entries: Iterable[tuple[str, TraceSummary]],
 ) -> None:
-    """Write a baseline from its aggregate and ``(trace_id, summary)`` entries sorted by id,
+    """Write a baseline from its aggregate and ``(trace_id, summary)`` entries sorted by id
+    (by :func:`~toolscore.baseline.baseline_name` of the id, which is what is written),
     streamed (see :func:`baseline_lines`), as :func:`write_baseline` writes it.
 
     Raises:
@@ -162,7 +164,8 @@ def _entries(name: str) -> Iterator[tuple[str, TraceSummary]]:
         try:
             for trace_id, entry in ijson.kvitems(f, "traces", use_float=True):
                 try:
-                    yield trace_id, TraceSummary.from_json(entry, f"trace {trace_id!r}")
+                    name = baseline_name(trace_id)  # a baseline written before ids were
+                    yield name, TraceSummary.from_json(entry, f"trace {name!r}")  # redacted
                 except ValueError as exc:
                     raise InputError(name, str(exc)) from None
         except (ijson.JSONError, UnicodeDecodeError) as exc:

@@ -5,12 +5,28 @@ evaluation result (:func:`summarize`), and the aggregate over all of them
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._exact import ExactAdder
+from .redact import redact_secrets
+
+
+def baseline_name(text: str) -> str:
+    """``text`` as a baseline stores it: as it is, unless it holds a credential (a trace id or
+    a tool name made of a key, a finding key naming such a tool); then redacted, followed by
+    ``#`` and 16 hex digits of its SHA-256, so that two names differing only inside a key stay
+    two, and a run's name matches the baseline's when (and only when) the raw text is the
+    same. Idempotent (a redacted text holds no credential), so it is applied on every way in
+    and out: summaries made, files read and written, runs compared."""
+    shown = redact_secrets(text)
+    if shown == text:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{shown} #{digest}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +93,8 @@ class TraceSummary:
                 score=float(score),
                 grade=grade,
                 required=None if required is None else (required[0], required[1]),
-                missing_tools=tuple(str(t) for t in missing),
-                findings={str(k): v for k, v in findings.items()},
+                missing_tools=tuple(baseline_name(str(t)) for t in missing),
+                findings={baseline_name(str(k)): v for k, v in findings.items()},
                 calls=int(data.get("calls") or 0),
                 complete=bool(data.get("complete", True)),
             )
@@ -94,7 +110,8 @@ def _finite(value: float) -> float | None:
 
 def finding_key(finding: Any, rule: int | None = None) -> str:
     """The identity of a finding for baselines: ``check:kind:tool``, plus ``:rule N``
-    (1-based) for a forbidden call. Messages, call numbers and lines are not part of it.
+    (1-based) for a forbidden call. Messages, call numbers and lines are not part of it; a
+    key holding a credential (in the tool name) is stored as :func:`baseline_name` gives it.
 
     Args:
         finding: a :class:`~toolscore.calls.Finding` (or any object with ``check``, ``kind``,
@@ -107,7 +124,7 @@ def finding_key(finding: Any, rule: int | None = None) -> str:
     key = f"{finding.check}:{finding.kind}:{finding.tool or '-'}"
     if isinstance(rule_index, int) and not isinstance(rule_index, bool):
         key += f":rule {rule_index + 1}"
-    return key
+    return baseline_name(key)
 
 
 def summarize(result: Any) -> TraceSummary:
@@ -130,7 +147,7 @@ def summarize(result: Any) -> TraceSummary:
     total = len(result.gold_calls)
     required = None if recall is None else (round(recall * total), total)
     correctness = result.metrics.get("tool_correctness_metrics") or {}
-    missing = tuple(sorted(str(t) for t in correctness.get("missing_tools") or ()))
+    missing = tuple(sorted(baseline_name(str(t)) for t in correctness.get("missing_tools") or ()))
     return TraceSummary(
         score=float(result.score),
         grade=str(result.grade),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -123,13 +124,19 @@ def write_session_report(path: str, entries: Sequence[Mapping[str, Any]]) -> tup
     return json_path, md_path
 
 
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text`` (which cannot close it)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    return "`" * max(4, longest + 1)
 
 
 def _markdown(summary: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> str:
-    # the plugin loads in every pytest run: redaction only once a report is written
+    # the plugin loads in every pytest run: redaction and Markdown only once a report is written
     from .redact import redact_secrets
+    from .reports.markdown import md_text
+
+    def _cell(text: Any) -> str:
+        return md_text(str(text))  # no HTML, link, image or table cell made of data
 
     mean = summary["mean_score"]
     lines = [
@@ -155,11 +162,13 @@ def _markdown(summary: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) 
     if failures:
         lines += ["", "## Failures"]
         for e in failures:
-            lines += ["", f"### {_cell(e['test'])}", "", "````", str(e["failure"]), "````"]
+            failure = str(e["failure"])
+            fence = _fence(failure)
+            lines += ["", f"### {_cell(e['test'])}", "", fence, failure, fence]
     with_findings = [e for e in entries if e.get("findings")]
     if with_findings:
         lines += ["", "## Findings"]
         for e in with_findings:
             lines += ["", f"### {_cell(e['test'])} ({_cell(e['what'])})", ""]
-            lines += [f"- **{f['severity']}** {_cell(f['message'])}" for f in e["findings"]]
+            lines += [f"- **{_cell(f['severity'])}** {_cell(f['message'])}" for f in e["findings"]]
     return redact_secrets("\n".join(lines) + "\n")

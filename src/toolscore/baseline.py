@@ -12,6 +12,10 @@ compares the run with it (:func:`compare`) and fails (exit 1) on a *regression*:
   calls), never by message text, so rewording a message or moving a call does not count;
 - a trace of the baseline was not evaluated, or could no longer be read to its end.
 
+Trace ids, tool names and finding keys holding a credential are stored redacted, each with a
+hash of its raw text (:func:`baseline_name`); a run's are named the same way before they are
+compared, so they match exactly without the file ever holding the key.
+
 The file is JSON written for diffs: keys sorted, one trace per line::
 
     {
@@ -53,6 +57,7 @@ from ._baseline_summary import (
     AggregateBuilder,
     TraceSummary,
     aggregate,
+    baseline_name,
     finding_key,
     summaries_of,
     summarize,
@@ -70,6 +75,7 @@ __all__ = [
     "TraceSummary",
     "aggregate",
     "baseline_lines",
+    "baseline_name",
     "compare",
     "dumps_baseline",
     "finding_key",

@@ -199,8 +199,12 @@ def finish(
 
 
 def markdown_text(text: object) -> str:
-    """``text`` for a Markdown line or table cell: redacted, sanitized, escaped."""
-    return shown(str(text)).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
+    """``text`` for a Markdown line or table cell: redacted, sanitized, escaped (no HTML,
+    link or image made of it: :func:`toolscore.reports.markdown.md_text`)."""
+    # the Markdown report's module loads only when Markdown is written: start-up
+    from ..reports.markdown import md_text
+
+    return md_text(str(text))
 
 
 def verdict_markdown(comparison: Comparison, limit: int = 20) -> str:

@@ -275,12 +275,13 @@ class DatasetCi:
             and record.trace_id
             and record.score is not None
         ):
-            from ..baseline import TraceSummary
+            from ..baseline import TraceSummary, baseline_name
 
-            summary = TraceSummary.from_json(view.summary, record.trace_id)
+            trace_id = baseline_name(record.trace_id)  # as the baseline stores it
+            summary = TraceSummary.from_json(view.summary, trace_id)
             cur = self._db.execute(
                 "INSERT OR IGNORE INTO cur VALUES (?, ?)",
-                (record.trace_id, json.dumps(view.summary, sort_keys=True)),
+                (trace_id, json.dumps(view.summary, sort_keys=True)),
             )
             if cur.rowcount:
                 self.current.add(summary)

@@ -13,6 +13,7 @@ from typing import IO, Any, Literal
 
 import msgspec
 
+from ..redact import redact_each
 from ..verdict import PassCriterion
 from .ci import TraceView
 
@@ -23,6 +24,7 @@ __all__ = [
     "TraceRecord",
     "pack_records",
     "read_records",
+    "record_fields",
     "record_line",
     "unpack_records",
     "write_records",
@@ -107,13 +109,32 @@ def read_records(f: IO[bytes]) -> Iterator[list[TraceRecord]]:
         yield unpack_records(f.read(size))
 
 
-def record_line(record: TraceRecord) -> bytes:
-    """The record as one JSON line (without ``order`` and ``ci``), newline included."""
+def record_fields(record: TraceRecord) -> dict[str, Any]:
+    """The record as written out (without ``order`` and ``ci``), with every credential in its
+    trace id, task, source file and tool names redacted: ids, names and file names are not
+    arguments (only arguments stay raw, in the single-trace JSON report)."""
     data = msgspec.structs.asdict(record)
     del data["order"], data["ci"]
     if not data["fields"]:
         del data["fields"]
-    return _ENCODER.encode(data) + b"\n"
+    texts = [record.trace_id, record.task, record.source or "", *record.tools]
+    shown = redact_each(texts)
+    if shown is not texts:
+        data["trace_id"], data["task"] = shown[0], shown[1]
+        data["source"] = shown[2] if record.source is not None else None
+        tools: dict[str, list[int]] = {}
+        for name, counts in zip(shown[3:], record.tools.values(), strict=True):
+            before = tools.get(name)  # two names alike once redacted: one row, summed
+            tools[name] = (
+                counts if before is None else [a + b for a, b in zip(before, counts, strict=True)]
+            )
+        data["tools"] = tools
+    return data
+
+
+def record_line(record: TraceRecord) -> bytes:
+    """The record as one JSON line (:func:`record_fields`), newline included."""
+    return _ENCODER.encode(record_fields(record)) + b"\n"
 
 
 def finite(value: Any) -> float | None:

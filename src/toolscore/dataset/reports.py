@@ -17,6 +17,8 @@ from typing import Any
 import orjson
 
 from .._rounding import percent
+from ..redact import redact_secrets
+from ..reports.markdown import md_text
 from ..sanitize import shown
 from .groups import GroupRow
 from .html import Table, attention, html_page, svg_tools
@@ -55,6 +57,18 @@ def write_json(result: DatasetResult, path: str) -> None:
             os.unlink(temp)
 
 
+def _redacted(value: Any) -> Any:
+    """``value`` with every string redacted: the dataset report holds ids, file names, tool
+    names and messages, never arguments, so nothing in it stays raw."""
+    if isinstance(value, str):
+        return redact_secrets(value)
+    if isinstance(value, dict):
+        return {_redacted(k): _redacted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redacted(v) for v in value]
+    return value
+
+
 def _json_into(result: DatasetResult, f: Any) -> None:
     head = {
         "schema_version": "dataset-1",
@@ -68,11 +82,13 @@ def _json_into(result: DatasetResult, f: Any) -> None:
         "missing_gold": result.missing_gold,
         "missing_trace": result.missing_trace,
     }
-    text = orjson.dumps(head, option=orjson.OPT_INDENT_2)
+    text = orjson.dumps(_redacted(head), option=orjson.OPT_INDENT_2)
     f.write(text[:-2] + b',\n  "tasks": [')
     first = True
     for task in result.tasks:
-        f.write((b"\n    " if first else b",\n    ") + orjson.dumps(task.to_json()))
+        record = task.to_json()
+        record["task"] = redact_secrets(str(record.get("task", "")))
+        f.write((b"\n    " if first else b",\n    ") + orjson.dumps(record))
         first = False
     f.write(b"\n  ]\n}\n")
 
@@ -327,7 +343,8 @@ def summary_renderable(result: DatasetResult) -> Any:
 
 def _md_table(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
+        # data, never Markdown: no link, image or HTML made of an id or a tool name
+        return md_text(text)
 
     out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]

@@ -36,7 +36,7 @@ from .inputs import (
     plan_parts,
     remove_location,
 )
-from .records import PassCriterion, TraceRecord
+from .records import PassCriterion, TraceRecord, record_fields
 from .regroup import Regroup, ids_in
 from .tally import MAX_LISTED, Tally
 from .worker import (
@@ -521,12 +521,11 @@ class _Writer:
             self._f.flush()
             return
         for r in records:
-            row = msgspec.structs.asdict(r)
-            del row["order"], row["ci"]
+            row = record_fields(r)  # redacted as the JSON lines are
             row["findings"] = [{"kind": k, "count": v} for k, v in r.findings.items()]
             row["tools"] = [
                 {"tool": t, "calls": c[0], "failed": c[1], "retries": c[2]}
-                for t, c in r.tools.items()
+                for t, c in row["tools"].items()
             ]
             self._rows.append(row)
         if len(self._rows) >= 65_536:

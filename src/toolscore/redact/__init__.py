@@ -8,7 +8,9 @@ and an uppercase letter somewhere in the whole match, prefix included). A reject
 nothing. The kinds after them (:data:`CREDENTIAL_KINDS` lists every one) are credentials with
 formats as distinctive: GitLab, npm, PyPI, Hugging Face, SendGrid, Twilio, Azure storage and
 shared access keys in connection strings, Google service-account key files and OAuth client
-secrets, Databricks, DigitalOcean, Shopify, Vault, Slack webhooks, age keys and JWTs. Where
+secrets, Databricks, DigitalOcean, Shopify, Vault, Slack webhooks, age keys, JWTs, and the
+keys of model and agent-tool providers (Groq, OpenRouter, xAI, Replicate, Perplexity,
+Fireworks, LangSmith, Tavily, Pinecone). Where
 a credential is the value of a named field (``AccountKey=...``, ``"private_key_id": "..."``),
 only the value is the match: it is what is previewed and redacted.
 
@@ -16,16 +18,18 @@ Personal data (:data:`PII_KINDS`: email addresses, phone numbers, payment card n
 pass the Luhn check, US social security numbers, IBANs that pass their mod-97 check) is only
 looked for when asked (``pii=``), after every credential kind.
 
-Where a key starts. A key must start a token: not right after a letter, digit or ``_`` (the
-``\\b`` of Toolscore's patterns), except after a percent escape (``Bearer%20ghp_...``) or an
-escaped newline or tab (``\\nghp_...`` in JSON quoted inside a string). A text holding percent
+Where a key starts. Anywhere: unlike the ``\\b`` of Toolscore's patterns, a key right after a
+letter, a digit or ``_`` is found (``send_ghp_...`` as a tool name, ``x7sk-...``), so no
+pattern has a look-behind and RE2 runs them all in linear time. A text holding percent
 escapes of ASCII characters is scanned as decoded (``-----BEGIN%20PRIVATE%20KEY-----``,
-``AccountKey%3D...``), and the matches are mapped back onto the text as written.
+``AccountKey%3D...``), and the matches are mapped back onto the text as written. Redaction
+also covers a match that overlaps one claimed before it (a key inside another key's text),
+so no piece of either is shown.
 
 Speed. Every credential needs one of a few literal prefixes, so text without any of them is
 dismissed by a single prefilter search (:func:`may_contain_secret`; :data:`PREFILTER_SCAN` does
 the same over many texts at once in one RE2 pass). Every pattern runs in time linear in the
-text, even on adversarial input (``"sk-" + "a" * 10**6``).
+text, even on adversarial input (``"sk-" + "a" * 10**6``, ``"eyJ" * 10**5``).
 
 :func:`redact_secrets` differs from Toolscore on purpose: a PEM private key is redacted from
 its ``-----BEGIN ... PRIVATE KEY-----`` header through the next ``-----END ... PRIVATE KEY-----``
@@ -43,7 +47,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from ..calls import Finding
+from ..calls import Finding, Location
 from ._patterns import (
     _PII_SET,
     CREDENTIAL_KINDS,
@@ -126,15 +130,20 @@ def preview(kind: str, secret: str) -> str:
 
 def _pem_spans(text: str, found: list[SecretMatch]) -> list[tuple[int, int, str, str]]:
     """The redaction spans: matches sorted by position, PEM headers widened to their END line;
-    anything inside a widened span is dropped."""
+    overlapping spans are one (shown as the first)."""
     spans: list[tuple[int, int, str, str]] = []
     reach = 0
     for start, end, kind, secret in sorted(found):
-        if start < reach:
-            continue  # inside a key block already redacted
+        if end <= reach:
+            continue  # inside a span already redacted (a key block's body)
         if kind == "private_key":
             m = _PEM_END.search(text, end)
             end = m.end() if m is not None else len(text)
+        if start < reach:  # across the end of a span already redacted: widen it
+            first, _, shown_kind, shown = spans[-1]
+            spans[-1] = (first, end, shown_kind, shown)
+            reach = end
+            continue
         spans.append((start, end, kind, preview(kind, secret)))
         reach = end
     return spans
@@ -158,7 +167,7 @@ def redact_secrets(text: str, pii: Collection[str] | None = None) -> str:
     rows, maybe = _wanted(text, kinds)
     if not maybe:
         return text
-    found, scanned, marks = _scan_decoded(text, rows)
+    found, scanned, marks = _scan_decoded(text, rows, overlaps=True)
     if not found:
         return text
     parts: list[str] = []
@@ -194,17 +203,23 @@ def redact_each(texts: list[str], pii: Collection[str] | None = None) -> list[st
     return [redact_secrets(text, kinds) for text in texts]
 
 
+def _source(finding: Any) -> str | None:
+    location = finding.location
+    return None if location is None else location.source
+
+
 def redact_findings(findings: list[Any], pii: Collection[str] = ()) -> list[Any]:
     """The findings with every credential (and personal data of the kinds ``pii``) redacted
-    from the fields their message shows (tool name, path, detail); the list itself when there
-    was none (one prefilter search for the lot).
+    from the fields their message shows (tool name, path, detail) and from the file their
+    location names; the list itself when there was none (one prefilter search for the lot).
 
     Args:
         findings: :class:`~toolscore.calls.Finding` objects.
         pii: personal-data kinds to redact too.
     """
     kinds = frozenset(pii)
-    if _none_wanted([t for f in findings for t in (f.tool, f.path, f.detail) if t], kinds):
+    texts = [t for f in findings for t in (f.tool, f.path, f.detail, _source(f)) if t]
+    if _none_wanted(texts, kinds):
         return findings
 
     def clean(text: str | None) -> str | None:
@@ -213,11 +228,15 @@ def redact_findings(findings: list[Any], pii: Collection[str] = ()) -> list[Any]
     out: list[Any] = []
     for f in findings:
         tool, path, detail = clean(f.tool), clean(f.path), clean(f.detail)
-        if tool is f.tool and path is f.path and detail is f.detail:
+        location = f.location
+        source = _source(f)
+        if source and clean(source) != source:  # a file named with a key
+            location = Location(redact_secrets(source, kinds), location.line, location.offset)
+        if tool is f.tool and path is f.path and detail is f.detail and location is f.location:
             out.append(f)
             continue
         redacted = Finding(
-            f.check, f.kind, f.severity, None, f.call_index, tool, f.location, f.preview,
+            f.check, f.kind, f.severity, None, f.call_index, tool, location, f.preview,
             rule=f.rule, path=path, detail=detail, template=f.template,
         )  # fmt: skip
         out.append(redacted)

@@ -16,54 +16,63 @@ try:
 except ImportError:  # pragma: no cover - google-re2 is a dependency; this is a safety net
     _re2 = None
 
-# Where a key may start: not inside a word (Toolscore's \b), but after a percent escape or an
-# escaped newline or tab it starts a new token all the same.
-_EDGE = r"(?:(?<!\w)|(?<=%[0-9A-Fa-f]{2})|(?<=\\[nrt]))"
-# The same for a JWT, whose segments may hold "-": not after "-" either, so that a run of
-# "eyJ-eyJ-..." has one start and the scan stays linear.
-_JWT_EDGE = r"(?:(?<![\w-])|(?<=%[0-9A-Fa-f]{2})|(?<=\\[nrt]))"
+# A key is found wherever it starts, even right after a letter, a digit or "_" (a tool named
+# ``send_ghp_...``): no pattern has a look-around, so RE2 runs them all in linear time. Where a
+# key must not be followed by a token character, the pattern says so with a character it
+# consumes (or the end) after a group named "secret", the key itself.
+_END = r"(?:[^\w-]|$)"
 
 _SEED: tuple[tuple[str, str], ...] = (
     ("private_key", r"-----BEGIN[ +](?:[A-Z0-9]+[ +])*PRIVATE[ +]KEY-----"),
-    ("anthropic_api_key", _EDGE + r"sk-ant-[A-Za-z0-9_-]{20,}"),
-    ("openai_api_key", _EDGE + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}"),
-    ("openai_api_key", _EDGE + r"sk-[A-Za-z0-9]{32,}"),
-    ("github_token", _EDGE + r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}\b"),
-    ("github_token", _EDGE + r"github_pat_[A-Za-z0-9_]{60,}"),
-    ("aws_access_key_id", _EDGE + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("google_api_key", _EDGE + r"AIza[0-9A-Za-z_-]{35}\b"),
-    ("slack_token", _EDGE + r"xox[abprs]-[0-9A-Za-z-]{10,}"),
-    ("stripe_secret_key", _EDGE + r"(?:sk|rk)_live_[0-9A-Za-z]{24,}"),
+    ("anthropic_api_key", r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    ("openai_api_key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}"),
+    ("openai_api_key", r"sk-[A-Za-z0-9]{32,}"),
+    ("github_token", r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}\b"),
+    ("github_token", r"github_pat_[A-Za-z0-9_]{60,}"),
+    ("aws_access_key_id", r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("google_api_key", r"AIza[0-9A-Za-z_-]{35}\b"),
+    ("slack_token", r"xox[abprs]-[0-9A-Za-z-]{10,}"),
+    ("stripe_secret_key", r"(?:sk|rk)_live_[0-9A-Za-z]{24,}"),
 )
 # Patterns with a group named "secret" match a field name and its value; the value alone is
 # the credential (previewed and redacted).
 _MORE: tuple[tuple[str, str], ...] = (
-    ("gitlab_token", _EDGE + r"gl(?:pat|dt|rt|ptt|ft|cbt|imt|soat|oas)-[0-9A-Za-z_-]{20,}"),
-    ("npm_token", _EDGE + r"npm_[A-Za-z0-9]{36}\b"),
-    ("pypi_token", _EDGE + r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}"),
-    ("huggingface_token", _EDGE + r"hf_[A-Za-z]{34}\b"),
-    ("sendgrid_api_key", _EDGE + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![\w-])"),
-    ("twilio_api_key", _EDGE + r"SK[0-9a-fA-F]{32}\b"),
+    ("gitlab_token", r"gl(?:pat|dt|rt|ptt|ft|cbt|imt|soat|oas)-[0-9A-Za-z_-]{20,}"),
+    ("npm_token", r"npm_[A-Za-z0-9]{36}\b"),
+    ("pypi_token", r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}"),
+    ("huggingface_token", r"hf_[A-Za-z0-9]{34}\b"),
+    ("sendgrid_api_key", r"(?P<secret>SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})" + _END),
+    ("twilio_api_key", r"SK[0-9a-fA-F]{32}\b"),
     ("azure_storage_key", r"AccountKey=(?P<secret>[A-Za-z0-9+/]{86}==)"),
     ("azure_shared_access_key", r"SharedAccessKey=(?P<secret>[A-Za-z0-9+/]{43}=)"),
     (
         "gcp_service_account_key",
         r'\\?"private_key_id\\?"\s*:\s*\\?"(?P<secret>[0-9a-f]{40})\\?"',
     ),
-    ("google_oauth_client_secret", _EDGE + r"GOCSPX-[A-Za-z0-9_-]{28}(?![\w-])"),
-    ("databricks_token", _EDGE + r"dapi[0-9a-f]{32}(?:-\d)?\b"),
-    ("digitalocean_token", _EDGE + r"do[por]_v1_[0-9a-f]{64}\b"),
-    ("shopify_token", _EDGE + r"shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b"),
-    ("vault_token", _EDGE + r"hv[sb]\.[A-Za-z0-9_-]{90,}"),
+    ("google_oauth_client_secret", r"(?P<secret>GOCSPX-[A-Za-z0-9_-]{28})" + _END),
+    ("databricks_token", r"dapi[0-9a-f]{32}(?:-\d)?\b"),
+    ("digitalocean_token", r"do[por]_v1_[0-9a-f]{64}\b"),
+    ("shopify_token", r"shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b"),
+    ("vault_token", r"hv[sb]\.[A-Za-z0-9_-]{90,}"),
     (
         "slack_webhook_url",
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/-]{20,})",
     ),
-    ("age_secret_key", _EDGE + r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b"),
+    ("age_secret_key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b"),
     (
         "jwt",
-        _JWT_EDGE + r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{16,}(?![\w-])",
+        r"(?P<secret>eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{16,})" + _END,
     ),
+    # the keys of model and agent-tool providers
+    ("groq_api_key", r"gsk_[A-Za-z0-9]{52}\b"),
+    ("openrouter_api_key", r"sk-or-v1-[0-9a-f]{64}\b"),
+    ("xai_api_key", r"xai-[A-Za-z0-9]{80}\b"),
+    ("replicate_api_token", r"r8_[A-Za-z0-9]{37}\b"),
+    ("perplexity_api_key", r"pplx-[A-Za-z0-9]{48}\b"),
+    ("fireworks_api_key", r"fw_[1-9A-HJ-NP-Za-km-z]{24,40}\b"),  # base58
+    ("langsmith_api_key", r"lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}\b"),
+    ("tavily_api_key", r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{24,48}\b"),
+    ("pinecone_api_key", r"pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,80}\b"),
 )
 
 
@@ -72,8 +81,8 @@ CREDENTIAL_KINDS: tuple[str, ...] = tuple(dict.fromkeys(kind for kind, _ in (*_S
 
 # Each credential holds one of these literal texts (and so does the JSON text of a value
 # holding it, and its percent-encoded form: none of their characters is escaped by either).
-# A pattern is only tried on a text holding one of its own (Python's re finds a literal fast,
-# while a pattern that starts with a look-behind is tried at every position).
+# A pattern is only tried on a text holding one of its own (one search finds which literals a
+# text holds; each pattern tried is then one more pass over it).
 _GATES: dict[str, tuple[str, ...]] = {
     "private_key": ("-----BEGIN",),
     "anthropic_api_key": ("sk-ant-",),
@@ -102,23 +111,38 @@ _GATES: dict[str, tuple[str, ...]] = {
     "slack_webhook_url": ("hooks.slack.com",),
     "age_secret_key": ("AGE-SECRET-KEY-1",),
     "jwt": ("eyJ",),
+    "groq_api_key": ("gsk_",),
+    "openrouter_api_key": ("sk-",),  # "sk-or-v1-" holds "sk-", which the prefilter finds first
+    "xai_api_key": ("xai-",),
+    "replicate_api_token": ("r8_",),
+    "perplexity_api_key": ("pplx-",),
+    "fireworks_api_key": ("fw_",),
+    "langsmith_api_key": ("lsv2_pt_", "lsv2_sk_"),
+    "tavily_api_key": ("tvly-",),
+    "pinecone_api_key": ("pcsk_",),
 }
 _LITERALS = tuple(dict.fromkeys(g for gates in _GATES.values() for g in gates))
 _PREFILTER = re.compile("|".join(map(re.escape, _LITERALS)))
 _PREFILTER_BYTES = re.compile(_PREFILTER.pattern.encode("ascii"))
 PREFILTER_SCAN_RE = _PREFILTER_BYTES
 """The batch prefilter with :mod:`re` (what :data:`PREFILTER_SCAN` is without google-re2)."""
+_REFINED = (
+    "npm_", "hf_", "SG.", "SK", "dapi", "eyJ", "AccountKey", "SharedAccessKey",
+    "gsk_", "xai-", "r8_", "pplx-", "fw_",
+)  # fmt: skip
+"""The literals the batch scan looks for with what must follow them (below)."""
 # For RE2, over many JSON texts at once: the literals, some with what must follow them (RE2's
 # automaton costs the same whatever the pattern, and fewer texts are then scanned closely).
 _SCAN_SOURCE = "|".join(
-    [
-        re.escape(g)
-        for g in _LITERALS
-        if g not in ("npm_", "hf_", "SG.", "SK", "dapi", "eyJ", "AccountKey", "SharedAccessKey")
-    ]
+    [re.escape(g) for g in _LITERALS if g not in _REFINED]
     + [
         r"npm_[A-Za-z0-9]{36}",
-        r"hf_[A-Za-z]{34}",
+        r"hf_[A-Za-z0-9]{34}",
+        r"gsk_[A-Za-z0-9]{52}",
+        r"xai-[A-Za-z0-9]{80}",
+        r"r8_[A-Za-z0-9]{37}",
+        r"pplx-[A-Za-z0-9]{48}",
+        r"fw_[1-9A-HJ-NP-Za-km-z]{24}",
         r"SG\.[A-Za-z0-9_-]{22}\.",
         r"SK[0-9a-fA-F]{32}",
         r"dapi[0-9a-f]{32}",
@@ -212,24 +236,32 @@ PII_KINDS: tuple[str, ...] = tuple(kind for kind, _, _ in _PII_SOURCES)
 _PII_SET = frozenset(PII_KINDS)
 _PII_PREFILTER = {kind: hint for kind, _, hint in _PII_SOURCES}
 
-# (kind, pattern, validator or None, pattern has a "secret" group, gates: None for always), in
-# the order they are tried
-_Row = tuple[str, "re.Pattern[str]", "Callable[[str], bool] | None", bool, "tuple[str, ...] | None"]
+# (kind, pattern, validator or None, the group that is the credential (0: the whole match),
+# gates: None for always), in the order they are tried
+_Row = tuple[str, Any, "Callable[[str], bool] | None", int, "tuple[str, ...] | None"]
+
+
+def _compile_text(source: str) -> Any:
+    """A credential pattern compiled by RE2 (linear in the text whatever it holds), else by
+    Python's ``re`` (the safety net above)."""
+    return re.compile(source) if _re2 is None else _re2.compile(source)
 
 
 class _Compiled:
     """The patterns compiled, with their rows: built the first time a text gets past the
-    prefilter (compiling them all costs about 4 ms, at every start otherwise)."""
+    prefilter (compiling them all costs a few ms, at every start otherwise). The credential
+    patterns run on RE2; the personal-data ones, all of bounded length, need look-arounds and
+    run on Python's ``re``."""
 
     def __init__(self) -> None:
-        self.patterns = tuple((kind, re.compile(source)) for kind, source in (*_SEED, *_MORE))
+        self.patterns = tuple((kind, _compile_text(source)) for kind, source in (*_SEED, *_MORE))
         self.pii_patterns = tuple((kind, re.compile(source)) for kind, source, _ in _PII_SOURCES)
         self.table: tuple[_Row, ...] = tuple(
-            (kind, pat, _VALIDATORS.get(kind), "secret" in pat.groupindex, _GATES[kind])
+            (kind, pat, _VALIDATORS.get(kind), pat.groupindex.get("secret", 0), _GATES[kind])
             for kind, pat in self.patterns
         )
         self.pii_rows: dict[str, _Row] = {
-            kind: (kind, pat, _VALIDATORS.get(kind), False, None) for kind, pat in self.pii_patterns
+            kind: (kind, pat, _VALIDATORS.get(kind), 0, None) for kind, pat in self.pii_patterns
         }
 
 

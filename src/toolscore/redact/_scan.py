@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Collection, Iterator
+from typing import Any
 
 from ._patterns import _PREFILTER, _compiled, _has_literal, _Row, _table
 
@@ -37,7 +38,7 @@ def _decode_percent(text: str) -> tuple[str, list[int]] | None:
     return "".join(parts), marks
 
 
-def _matches(pattern: re.Pattern[str], text: str, retry: bool) -> Iterator[re.Match[str]]:
+def _matches(pattern: Any, text: str, retry: bool) -> Iterator[Any]:
     """``pattern.finditer(text)``; with ``retry`` (the personal-data patterns, all of bounded
     length), a match its check rejects or that overlaps a claimed span is tried again one
     character on, so that a rejected candidate (``0958 4111 1111 1111``) does not hide the
@@ -51,42 +52,53 @@ def _matches(pattern: re.Pattern[str], text: str, retry: bool) -> Iterator[re.Ma
         pos = m.start() + 1
 
 
-def _scan(text: str, rows: tuple[_Row, ...]) -> list[SecretMatch]:
+# a lone surrogate (from a JSON "\\ud800"): RE2 reads UTF-8, which cannot hold one
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scan(text: str, rows: tuple[_Row, ...], overlaps: bool = False) -> list[SecretMatch]:
+    """The accepted matches in ``text``; with ``overlaps`` (redaction), also those that
+    overlap a span claimed before them, so that a key inside another one's text (``sk-...``
+    in a vault token's) is redacted with it, never left half shown."""
     found: list[SecretMatch] = []
     starts: list[int] = []  # claimed spans, sorted and disjoint
     ends: list[int] = []
     present = set(_PREFILTER.findall(text))
-    for kind, pattern, check, grouped, gates in rows:
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        text = _SURROGATE.sub("\ufffd", text)  # one character for one: the spans stay
+    for kind, pattern, check, group, gates in rows:
         if gates is not None and present.isdisjoint(gates):
             continue
         reach = -1  # with retry: the end of the last accepted match
         for m in _matches(pattern, text, gates is None):
-            start, end = m.span("secret") if grouped else m.span()
+            start, end = m.span(group)
             if start < reach:
                 continue
             i = bisect_left(ends, start + 1)  # first claimed span ending after ``start``
-            if i < len(starts) and starts[i] < end:
+            clash = i < len(starts) and starts[i] < end
+            if clash and not overlaps:
                 continue
             secret = text[start:end]
             if check is not None and not check(secret):
                 continue
-            starts.insert(i, start)
-            ends.insert(i, end)
+            if not clash:
+                starts.insert(i, start)
+                ends.insert(i, end)
             found.append((start, end, kind, secret))
             reach = end
     return found
 
 
 def _scan_decoded(
-    text: str, rows: tuple[_Row, ...]
+    text: str, rows: tuple[_Row, ...], overlaps: bool = False
 ) -> tuple[list[SecretMatch], str, list[int] | None]:
     """The matches in ``text`` (percent escapes decoded), the text they index, and the
     decoded characters' places (None when nothing was decoded)."""
     decoded = _decode_percent(text) if "%" in text else None
     if decoded is None:
-        return _scan(text, rows), text, None
+        return _scan(text, rows, overlaps), text, None
     plain, marks = decoded
-    return _scan(plain, rows), plain, marks
+    return _scan(plain, rows, overlaps), plain, marks
 
 
 def _unmap(pos: int, marks: list[int]) -> int:

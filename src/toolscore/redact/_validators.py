@@ -1,4 +1,5 @@
-"""The checks a pattern's match must pass to count: keys that must look random, a JWT's
+"""The checks a pattern's match must pass to count: keys that must look random (the whole
+key, its letters past the prefix, or its random part past the prefix), a JWT's
 header, the Luhn check of a card number, an IBAN's mod-97 check, a phone number's length."""
 
 from __future__ import annotations
@@ -22,6 +23,30 @@ def _looks_random(text: str) -> bool:
         and _UPPER.search(text) is not None
         and _LOWER.search(text) is not None
     )
+
+
+_SEPARATOR = re.compile(r"[_-]")
+
+
+def _tail(text: str) -> str:
+    """What follows a key's last ``_`` or ``-``: its random part, past the prefix."""
+    *_, last = _SEPARATOR.finditer(text)  # every prefix ends with one
+    return text[last.end() :]
+
+
+def _random_tail(text: str) -> bool:
+    """A key whose random part has a digit, a lowercase and an uppercase letter (a name or a
+    placeholder, ``gsk_YOUR_KEY...``, has not)."""
+    return _looks_random(_tail(text))
+
+
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _digit_and_letter_tail(text: str) -> bool:
+    """A key whose random part (hex or alphanumeric) is neither all digits nor all letters."""
+    tail = _tail(text)
+    return _DIGIT.search(tail) is not None and _LETTER.search(tail) is not None
 
 
 def _mixed_case(text: str) -> bool:
@@ -85,6 +110,14 @@ _VALIDATORS: dict[str, Callable[[str], bool]] = {
     "anthropic_api_key": _looks_random,
     "openai_api_key": _looks_random,
     "huggingface_token": _mixed_case,
+    "groq_api_key": _random_tail,
+    "openrouter_api_key": _digit_and_letter_tail,
+    "xai_api_key": _random_tail,
+    "replicate_api_token": _random_tail,
+    "perplexity_api_key": _digit_and_letter_tail,
+    "fireworks_api_key": _random_tail,
+    "tavily_api_key": _random_tail,
+    "pinecone_api_key": _random_tail,
     "jwt": _jwt_header,
     "card_number": _card,
     "phone": _phone,

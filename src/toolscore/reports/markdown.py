@@ -9,6 +9,7 @@ metrics appendix leaves the per-step details out, and the whole text goes throug
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -29,14 +30,21 @@ MAX_LIST = 50
 
 _ICON = {"error": "🔴", "warning": "🟡", "info": "🔵"}
 _RANK = {"error": 0, "warning": 1, "info": 2}
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*[]<>|"})
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*[]<>|`"})
+# what GitHub would make a link of in plain text: "http://...", "ftp://...", "www...."
+_AUTOLINK = re.compile(r":(?=//)|(?<=www)\.", re.IGNORECASE)
 
 
 def md_text(text: str) -> str:
     """Data as Markdown text: redacted, control characters and newlines shown escaped
-    (:func:`toolscore.sanitize.visible`), and the characters that would turn it into Markdown
-    or HTML markup escaped."""
-    return shown(text).translate(_MD_SPECIAL)
+    (:func:`toolscore.sanitize.visible`), and what would make Markdown or HTML of it escaped
+    (``<img ...>``, ``[x](javascript:...)``, ``![](http://...)``, a code span), the ``:`` of
+    ``://`` and the ``.`` of ``www.`` too, so that a URL is not made a link. An email
+    address is still made a ``mailto:`` link by GitHub: no escape prevents it."""
+    out = shown(text).translate(_MD_SPECIAL)
+    if ":" in out or "." in out:
+        out = _AUTOLINK.sub(lambda m: "\\" + m.group(), out)
+    return out
 
 
 def _status(value: float) -> str:

@@ -13,6 +13,11 @@ Each finding becomes one ``result`` with:
   scanning follows an alert from run to run;
 - ``properties``: ``traceId``, ``tool``, ``callIndex``.
 
+Every text built from the input (messages, trace ids, file names, tool names, rule ids of a
+user check) is redacted before it is written: a key in a file name or a trace id is shown as
+``[REDACTED kind: ghp_…Vb]`` in the URI and the ``fullyQualifiedName`` too. Fingerprints are
+hashes of the raw values, so an alert keeps its identity; the raw values are never written.
+
 =============================  =======  ===================================================
 rule id                        level    what
 =============================  =======  ===================================================
@@ -96,7 +101,9 @@ _LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def rule_for(check: str, kind: str) -> dict[str, Any]:
-    """The SARIF ``reportingDescriptor`` of the rule ``{check}/{kind}``."""
+    """The SARIF ``reportingDescriptor`` of the rule ``{check}/{kind}`` (a user check's name
+    and kinds are redacted)."""
+    check, kind = redact_secrets(check), redact_secrets(kind)
     rule_id = f"{check}/{kind}"
     name, text, security = _KNOWN.get(
         rule_id,
@@ -121,9 +128,11 @@ def rule_for(check: str, kind: str) -> dict[str, Any]:
 
 def sarif_uri(path: str) -> str:
     """A trace path as a SARIF artifact URI: relative paths stay relative (resolved against
-    the repository root by code scanning), absolute ones become ``file://`` URIs."""
+    the repository root by code scanning), absolute ones become ``file://`` URIs; a
+    credential in the path is redacted."""
     if path in ("-", "<stdin>"):
         return "stdin"
+    path = redact_secrets(path)
     pure = PurePath(path)
     if pure.is_absolute():
         return pure.as_uri() if os.name != "nt" else PurePath(path).as_uri()
@@ -208,7 +217,7 @@ class SarifWriter:
             location["logicalLocations"] = [
                 {
                     "name": f"call {index + 1}",
-                    "fullyQualifiedName": f"{trace_id}/calls[{index}]",
+                    "fullyQualifiedName": f"{redact_secrets(trace_id)}/calls[{index}]",
                     "kind": "element",
                 }
             ]
@@ -226,7 +235,7 @@ class SarifWriter:
             base = (finding.check, finding.kind, finding.tool, index, line, finding.preview)
             nth = seen[base] = seen.get(base, 0) + 1
             entry: dict[str, Any] = {
-                "ruleId": f"{finding.check}/{finding.kind}",
+                "ruleId": redact_secrets(f"{finding.check}/{finding.kind}"),
                 "ruleIndex": self._rule_index(finding.check, finding.kind),
                 "level": _LEVELS.get(finding.severity, "warning"),
                 "message": {"text": redact_secrets(finding.message)},
