@@ -473,7 +473,7 @@ def test_an_interleaved_file_is_grouped_on_all_cores(
     # a large file whose lines interleave was grouped by one worker; its byte ranges now
     # scatter its lines into partitions by trace id, which other parts group: the records
     # are the one worker's (malformed lines at a range's start go with a trace from before)
-    from toolscore.dataset import inputs
+    from toolscore.dataset import _plan, inputs
 
     gold, traces = generated
     path = tmp_path / "mixed.jsonl"
@@ -489,7 +489,7 @@ def test_an_interleaved_file_is_grouped_on_all_cores(
     whole = keyed(evaluate_dataset(str(gold), str(path), engine="inline"))
     errors = [k for k, r in whole.items() if r["status"] == "error"]
     assert len(whole) > 125 and len(errors) > 10
-    monkeypatch.setattr(inputs, "GATHER_BYTES", len(path.read_bytes()) // 3)
+    monkeypatch.setattr(_plan, "GATHER_BYTES", len(path.read_bytes()) // 3)
     plan = inputs.plan_parts(
         inputs.list_inputs(str(path), {}),
         key=None,
@@ -532,7 +532,7 @@ def test_a_lost_scatter_range_falls_back_to_grouping_the_file_whole(
 ) -> None:
     # without one range's lines the partitions would give traces short of lines: the file
     # is grouped whole instead, its traces are all scored, and the loss is reported
-    from toolscore.dataset import inputs, worker
+    from toolscore.dataset import _plan, worker
 
     gold, traces = generated
     path = tmp_path / "mixed.jsonl"
@@ -541,7 +541,7 @@ def test_a_lost_scatter_range_falls_back_to_grouping_the_file_whole(
     scored = {r["trace_id"]: r for r in whole if r["trace_id"]}
     unplaced = sorted((r["line"], r["error"]) for r in whole if not r["trace_id"])
     assert len(unplaced) > 5  # lines without an id, and a malformed one before any
-    monkeypatch.setattr(inputs, "GATHER_BYTES", len(path.read_bytes()) // 3)
+    monkeypatch.setattr(_plan, "GATHER_BYTES", len(path.read_bytes()) // 3)
     write = worker.write_frame
     for fail_at in (500, 1):  # one range lost; every range lost
         calls = [0]
