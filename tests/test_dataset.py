@@ -473,7 +473,7 @@ def test_an_interleaved_file_is_grouped_on_all_cores(
     # a large file whose lines interleave was grouped by one worker; its byte ranges now
     # scatter its lines into partitions by trace id, which other parts group: the records
     # are the one worker's (malformed lines at a range's start go with a trace from before)
-    from toolscore.dataset import inputs
+    from toolscore.dataset import _plan, inputs
 
     gold, traces = generated
     path = tmp_path / "mixed.jsonl"
@@ -489,7 +489,7 @@ def test_an_interleaved_file_is_grouped_on_all_cores(
     whole = keyed(evaluate_dataset(str(gold), str(path), engine="inline"))
     errors = [k for k, r in whole.items() if r["status"] == "error"]
     assert len(whole) > 125 and len(errors) > 10
-    monkeypatch.setattr(inputs, "GATHER_BYTES", len(path.read_bytes()) // 3)
+    monkeypatch.setattr(_plan, "GATHER_BYTES", len(path.read_bytes()) // 3)
     plan = inputs.plan_parts(
         inputs.list_inputs(str(path), {}),
         key=None,
@@ -532,7 +532,7 @@ def test_a_lost_scatter_range_falls_back_to_grouping_the_file_whole(
 ) -> None:
     # without one range's lines the partitions would give traces short of lines: the file
     # is grouped whole instead, its traces are all scored, and the loss is reported
-    from toolscore.dataset import inputs, worker
+    from toolscore.dataset import _plan, _readers
 
     gold, traces = generated
     path = tmp_path / "mixed.jsonl"
@@ -541,8 +541,8 @@ def test_a_lost_scatter_range_falls_back_to_grouping_the_file_whole(
     scored = {r["trace_id"]: r for r in whole if r["trace_id"]}
     unplaced = sorted((r["line"], r["error"]) for r in whole if not r["trace_id"])
     assert len(unplaced) > 5  # lines without an id, and a malformed one before any
-    monkeypatch.setattr(inputs, "GATHER_BYTES", len(path.read_bytes()) // 3)
-    write = worker.write_frame
+    monkeypatch.setattr(_plan, "GATHER_BYTES", len(path.read_bytes()) // 3)
+    write = _readers.write_frame
     for fail_at in (500, 1):  # one range lost; every range lost
         calls = [0]
 
@@ -552,7 +552,7 @@ def test_a_lost_scatter_range_falls_back_to_grouping_the_file_whole(
                 raise OSError("disk full")
             write(*args)
 
-        monkeypatch.setattr(worker, "write_frame", failing)
+        monkeypatch.setattr(_readers, "write_frame", failing)
         result = evaluate_dataset(str(gold), str(path), engine="inline", part_bytes=7_000)
         records = [_asdict(r) | {"order": None} for r in result]
         lost = [r for r in records if "not evaluated: OSError: disk full" in (r["error"] or "")]
@@ -573,11 +573,11 @@ def test_the_ranges_after_a_lost_range_keep_their_line_numbers(
 ) -> None:
     # the driver numbers a range's lines from the lines of the ranges before it; a lost
     # range gave none, so every record after it had line numbers too small
-    from toolscore.dataset import worker
+    from toolscore.dataset import _readers
 
     gold, traces = generated
     whole = {r.trace_id: (r.line, r.offset) for r in evaluate_dataset(str(gold), str(traces))}
-    read = worker.contiguous_traces
+    read = _readers.contiguous_traces
     starts: list[int] = []
 
     def failing(f: Any, ids: Any, start: int = 0, end: int | None = None) -> Any:
@@ -586,7 +586,7 @@ def test_the_ranges_after_a_lost_range_keep_their_line_numbers(
             raise OSError("disk full")
         return read(f, ids, start, end)
 
-    monkeypatch.setattr(worker, "contiguous_traces", failing)
+    monkeypatch.setattr(_readers, "contiguous_traces", failing)
     result = evaluate_dataset(
         str(gold), str(traces), engine="inline", part_bytes=20_000, missing_trace="skip"
     )

@@ -267,7 +267,7 @@ def test_contiguous_traces_equal_their_line_by_line_reading(
 ) -> None:
     # whole chunks of id-bearing lines are cut into traces as slices (a run per id), other
     # chunks line by line: either way, what reading each line in turn gives
-    from toolscore.dataset import inputs
+    from toolscore.dataset import _reading
     from toolscore.dataset.inputs import IdReader, contiguous_traces
 
     data = "\n".join(lines).encode() + (b"\n" if final_newline and lines else b"")
@@ -292,8 +292,8 @@ def test_contiguous_traces_equal_their_line_by_line_reading(
     cuts = sorted({0, *(c % (len(data) + 1) for c in cut_at), len(data)})
     parts = []
     with (
-        mock.patch.object(inputs, "READ_BYTES", chunk),
-        mock.patch.object(inputs, "BACK_BYTES", max(1, chunk // 3)),
+        mock.patch.object(_reading, "READ_BYTES", chunk),
+        mock.patch.object(_reading, "BACK_BYTES", max(1, chunk // 3)),
     ):
         for start, end in itertools.pairwise(cuts):
             got = _as_rows(list(contiguous_traces(io.BytesIO(data), ids, start, end)))

@@ -1,0 +1,270 @@
+"""A dataset's files: listed (a file, a directory, a glob, an fsspec URL), opened to read
+(decompressed where their name says so) or to write, and the run's directories made and
+removed, locally or through fsspec."""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+import shutil
+from dataclasses import dataclass
+from typing import IO, Any
+
+from ..errors import InputError, UsageError
+from ..sources._drive import COMPRESSED, READ_ERRORS, decompressing, is_compressed, read_error
+from .shape import is_url
+
+_EXTENSIONS = (".jsonl", ".ndjson", ".json", ".txt", *COMPRESSED)
+
+
+def open_fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
+    try:
+        # fsspec is optional (the s3 and dask extras) and slow to import: URLs only
+        from fsspec.core import url_to_fs
+    except ImportError:  # pragma: no cover - depends on the extras installed
+        raise UsageError(
+            f"{url}: reading URLs needs fsspec: pip install 'toolscore[s3]' (or [dask])"
+        ) from None
+    fs, path = url_to_fs(url, **storage_options)
+    return fs, path
+
+
+@dataclass(frozen=True)
+class Input:
+    """One file of the dataset."""
+
+    url: str
+    """A local path, or a URL with its scheme."""
+    size: int
+    name: str
+    """The trace id it gives when it holds one trace: its path below TRACES, no extensions."""
+    local: str | None = None
+    """A decompressed copy of a compressed multi-trace file, read in its place (its records
+    still name ``url``; offsets count decompressed bytes; see :func:`plan_parts`)."""
+    broken: str | None = None
+    """Why that copy ends early (the stream broke off), when it does."""
+
+    @property
+    def path(self) -> str:
+        """What is read: the decompressed copy, or ``url``."""
+        return self.local or self.url
+
+
+def trace_name(relative: str) -> str:
+    """``a/b.jsonl.gz`` -> ``a/b``."""
+    name = relative.replace(os.sep, "/")
+    changed = True
+    while changed:
+        changed = False
+        for ext in _EXTENSIONS:
+            if name.lower().endswith(ext) and len(name) > len(ext):
+                name = name[: -len(ext)]
+                changed = True
+    return name
+
+
+def _glob_chars(path: str) -> bool:
+    return any(ch in path for ch in "*?[")
+
+
+def list_inputs(traces: str, storage_options: dict[str, Any] | None = None) -> list[Input]:
+    """The files TRACES names, sorted by path.
+
+    Raises:
+        InputError: nothing matches, or a path does not exist.
+    """
+    options = storage_options or {}
+    found: list[Input] = []
+    if is_url(traces):
+        fs, path = open_fs(traces, options)
+        protocol = traces.split("://", 1)[0]
+        if _glob_chars(path):
+            infos = fs.glob(path, detail=True)
+            base = path.split("*", 1)[0].rsplit("/", 1)[0]
+        elif fs.isdir(path):
+            infos = fs.find(path, detail=True)
+            base = path.rstrip("/")
+        elif fs.exists(path):
+            infos = {path: fs.info(path)}
+            base = path.rsplit("/", 1)[0]
+        else:
+            raise InputError(traces, "file not found")
+        for name, info in sorted(infos.items()):
+            if info.get("type") == "directory":
+                continue
+            relative = name[len(base) :].lstrip("/") if name.startswith(base) else name
+            url = f"{protocol}://{name.split('://', 1)[-1]}" if protocol != "file" else name
+            found.append(Input(url, int(info.get("size") or 0), trace_name(relative)))
+    elif os.path.isdir(traces):
+        for root, dirs, files in os.walk(traces):
+            dirs.sort()
+            for file in sorted(files):
+                if file.startswith("."):
+                    continue
+                path = os.path.join(root, file)
+                found.append(
+                    Input(path, os.path.getsize(path), trace_name(os.path.relpath(path, traces)))
+                )
+    elif _glob_chars(traces):
+        base = os.path.dirname(traces.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0])
+        for path in sorted(globlib.glob(traces, recursive=True)):
+            if os.path.isfile(path):
+                found.append(
+                    Input(
+                        path,
+                        os.path.getsize(path),
+                        trace_name(os.path.relpath(path, base or ".")),
+                    )
+                )
+    elif os.path.isfile(traces):
+        found.append(Input(traces, os.path.getsize(traces), trace_name(os.path.basename(traces))))
+    else:
+        raise InputError(traces, "file not found")
+    if not found:
+        raise InputError(traces, "no trace file matches")
+    found.sort(key=lambda item: item.url)
+    return found
+
+
+def open_input(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:
+    """A binary file for ``url`` (seekable; not decompressed)."""
+    if is_url(url):
+        fs, path = open_fs(url, storage_options or {})
+        f: IO[bytes] = fs.open(path, "rb", block_size=4 * 1024 * 1024)
+        return f
+    return open(url, "rb")
+
+
+def open_output(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:
+    """A binary file to write at ``url`` (a local path, or a URL through fsspec)."""
+    if is_url(url):
+        fs, path = open_fs(url, storage_options or {})
+        f: IO[bytes] = fs.open(path, "wb")
+        return f
+    return open(url, "wb")
+
+
+def in_location(base: str, name: str) -> str:
+    """``name`` inside the directory ``base`` (a local path, or a URL)."""
+    return f"{base.rstrip('/')}/{name}" if is_url(base) else os.path.join(base, name)
+
+
+def make_location(url: str, storage_options: dict[str, Any] | None = None) -> None:
+    """Create the directory ``url`` (a local path, or a URL) in one that exists (never its
+    parents: a missing bucket is an error, not a bucket made)."""
+    if is_url(url):
+        fs, path = open_fs(url, storage_options or {})
+        try:
+            fs.mkdir(path, create_parents=False)
+        except FileExistsError:
+            pass
+    else:
+        os.mkdir(url)
+
+
+def remove_location(
+    url: str, storage_options: dict[str, Any] | None = None, *, recursive: bool = False
+) -> None:
+    """Remove the file (or, ``recursive``, the directory) ``url``, if it can be (a temporary
+    file: gone already, or not removable, the run goes on)."""
+    try:
+        if is_url(url):
+            fs, path = open_fs(url, storage_options or {})
+            fs.rm(path, recursive=recursive)
+        elif recursive:
+            shutil.rmtree(url, ignore_errors=True)
+        else:
+            os.unlink(url)
+    except OSError:
+        pass
+
+
+def open_lines(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:
+    """``url`` to read a line at a time: :func:`open_input`, decompressed when its name says
+    it is compressed (:class:`Decompressed`)."""
+    if is_compressed(url):
+        return Decompressed(url, storage_options)  # type: ignore[return-value]
+    return open_input(url, storage_options)
+
+
+class Decompressed:
+    """A compressed input, read decompressed: ``read``, ``seek(0)`` (reading it again from
+    the start) and ``tell``. A damaged or truncated stream ends the reading instead of
+    raising: :attr:`error` then says what went wrong, and :attr:`offset` where (decompressed
+    bytes read before it).
+
+    Raises:
+        InputError: ``.zst`` without the optional ``zstandard`` package.
+        OSError: the file cannot be opened.
+    """
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.url = url
+        self._options = storage_options
+        self.error: Exception | None = None
+        self.offset = 0
+        self._raw: IO[bytes] | None = None
+        self._stream: Any = None
+        self._start()
+
+    def _start(self) -> None:
+        raw = open_input(self.url, self._options)
+        try:
+            self._stream = decompressing(self.url, raw)
+        except BaseException:
+            raw.close()
+            raise
+        self._raw = raw
+        self.offset = 0
+        self.error = None
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes (all the rest for -1), fewer only at the end, or where the
+        stream broke off: what came out before that is given."""
+        pieces: list[bytes] = []
+        want = size
+        while self.error is None and want != 0:
+            try:  # a piece at a time: nothing decompressed is lost to a later fault
+                piece: bytes = self._stream.read1(1 << 16 if want < 0 else min(want, 1 << 16))
+            except READ_ERRORS as exc:
+                self.error = exc
+                break
+            if not piece:
+                break
+            pieces.append(piece)
+            if want > 0:
+                want -= len(piece)
+        data = b"".join(pieces)
+        self.offset += len(data)
+        return data
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if pos or whence:
+            raise OSError("a compressed input is read again from its start only")
+        if self.offset or self.error is not None:
+            self.close()
+            self._start()
+        return 0
+
+    def tell(self) -> int:
+        return self.offset
+
+    @property
+    def fault(self) -> str | None:
+        """What broke the stream off, and where; None while it has not."""
+        if self.error is None:
+            return None
+        problem = read_error(self.url, self.error).problem
+        return f"{problem} ({self.offset:,} bytes decompressed)"
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._stream.close()
+            self._raw.close()
+            self._raw = None
+
+    def __enter__(self) -> Decompressed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

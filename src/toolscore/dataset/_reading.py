@@ -1,0 +1,371 @@
+"""Reading a multi-trace JSON Lines file: each line's trace id (and task), decoded a chunk
+at a time without the rest of the line; where the traces of a byte range begin and end; and
+its traces, one at a time, with their line numbers and offsets."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from itertools import groupby
+from operator import attrgetter
+from typing import IO, Any
+
+import msgspec
+
+READ_BYTES = 1 << 20
+"""How much of a multi-trace file is read at a time (its ids are decoded a chunk at a time)."""
+
+
+class IdReader:
+    """Reads a line's trace id (and task field) without decoding the rest of it (msgspec
+    skips unknown fields in C)."""
+
+    def __init__(self, key: str, task_key: str | None) -> None:
+        fields: list[tuple[str, Any, Any]] = [("k", Any, None)]
+        rename = {"k": key}
+        if task_key:
+            fields.append(("t", Any, None))
+            rename["t"] = task_key
+        cls = msgspec.defstruct("_Ids", fields, rename=rename, gc=False)
+        self._decode = msgspec.json.Decoder(cls).decode
+        self.with_task = bool(task_key)
+        self.key = key
+
+        self._decode_lines = msgspec.json.Decoder(cls).decode_lines
+
+    def read(self, line: bytes) -> tuple[str | None, str | None] | None:
+        """``(id, task)``; ``None`` for a line that is not a JSON object."""
+        try:
+            obj = self._decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None  # (nested too deeply: the trace's decoder tells how deep)
+        return self._ids(obj)
+
+    def _ids(self, obj: Any) -> tuple[str | None, str | None]:
+        key = obj.k
+        if type(key) is not str:
+            key = None if key is None else str(key)
+        if not self.with_task:
+            return (key, None)
+        task = obj.t
+        return (key, None if task is None else str(task))
+
+    def read_lines(self, body: bytes, lines: list[bytes]) -> ChunkIds:
+        """The ids of ``lines`` (``body`` split at its newlines), in one decoding call for the
+        whole chunk when every line is one JSON object: then, when every one has an id, as
+        ``(ids, tasks)`` (``tasks`` None without a task key), taken out by C loops; else what
+        :meth:`read` gives for each line, with :data:`BLANK` for a blank line
+        (:func:`line_ids` reads either form)."""
+        objs = None
+        if all(map(bytes.strip, lines)):  # no blank line
+            try:
+                objs = self._decode_lines(body)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                objs = None
+        # as many values as lines, none blank: one value on each line
+        if objs is None or len(objs) != len(lines):
+            read = self.read
+            return [read(line) if line.strip() else BLANK for line in lines]
+        keys = list(map(_KEY, objs))
+        if not set(map(type, keys)) <= _STR:
+            if None in keys:
+                ids = self._ids
+                return [ids(obj) for obj in objs]
+            keys = list(map(str, keys))
+        if not self.with_task:
+            return keys, None
+        return keys, [None if task is None else str(task) for task in map(_TASK, objs)]
+
+
+_KEY = attrgetter("k")
+_TASK = attrgetter("t")
+_STR = {str}
+
+BLANK = ("", "")
+"""What :meth:`IdReader.read_lines` gives for a blank line."""
+
+ChunkIds = list[Any] | tuple[list[str], list[str | None] | None]
+"""A chunk's ids as :meth:`IdReader.read_lines` gives them: one ``(id, task)`` (or
+:data:`BLANK`, or None for a line that is not a JSON object) per line, or, when every line
+has an id, ``(ids, tasks)``."""
+
+
+def line_ids(got: ChunkIds) -> list[Any]:
+    """A chunk's ids, either form, one per line (see :data:`ChunkIds`)."""
+    if isinstance(got, list):
+        return got
+    keys, tasks = got
+    if tasks is None:
+        return [(key, None) for key in keys]
+    return list(zip(keys, tasks, strict=True))
+
+
+def id_chunks(
+    f: IO[bytes], ids: IdReader, start: int = 0
+) -> Iterator[tuple[int, bytes, list[bytes], ChunkIds]]:
+    """The lines of ``f`` from ``start`` with their ids, a chunk of whole lines at a time:
+    ``(offset of the first line, the chunk, its lines without their newlines, their ids)``
+    (:meth:`IdReader.read_lines`). The file's last line is given a newline it lacks."""
+    pos = start
+    rest = b""
+    while True:
+        chunk = f.read(READ_BYTES)
+        if not chunk:
+            break
+        data = rest + chunk if rest else chunk
+        cut = data.rfind(b"\n") + 1
+        if not cut:
+            rest = data
+            continue
+        body, rest = data[:cut], data[cut:]
+        lines = body.split(b"\n")
+        lines.pop()
+        yield pos, body, lines, ids.read_lines(body, lines)
+        pos += cut
+    if rest:
+        yield pos, rest + b"\n", [rest], [ids.read(rest) if rest.strip() else BLANK]
+
+
+@dataclass
+class Trace:
+    """One trace's lines as read, with where they came from."""
+
+    trace_id: str | None
+    task: str | None
+    lines: list[bytes]
+    """The trace's bytes, in pieces of whole lines (each ends with a newline)."""
+    linenos: list[int]
+    """Each line's number, counted from the part's start (1-based)."""
+    offset: int
+    """The first line's byte offset in the file."""
+
+
+def iter_lines(f: IO[bytes], start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` from ``start``; each line keeps its newline (the last may lack it)."""
+    pos = start
+    rest = b""
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            break
+        data = rest + chunk if rest else chunk
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            yield pos, line + b"\n"
+            pos += len(line) + 1
+    if rest:
+        yield pos, rest + b"\n"
+
+
+def _previous_id(f: IO[bytes], start: int, ids: IdReader) -> tuple[str | None, int]:
+    """The offset of the first line that starts at or after ``start``, and the id of the trace
+    the lines before it continue: the id of the nearest line before it that has one (blank
+    and malformed lines, and JSON objects without an id, go with the trace before them, as
+    :func:`contiguous_traces` reads a file); ``None`` when no line before it has one."""
+    begin = next_line(f, start)
+    return id_before(f, begin, ids, named=True), begin
+
+
+def trace_start(f: IO[bytes], ids: IdReader, start: int, size: int) -> int:
+    """Where the traces that a byte range from ``start`` reads as its own begin (see
+    :func:`contiguous_traces`): the first line at or after ``start``, past the lines that
+    still belong to the trace before it; ``size`` (the file's) when none is left."""
+    if start <= 0:
+        return 0
+    skip, begin = _previous_id(f, start, ids)
+    if skip is None:
+        return min(begin, size)
+    f.seek(begin)
+    for pos, _, lines, got in id_chunks(f, ids, begin):
+        for line, one in zip(lines, line_ids(got), strict=True):
+            if not _continues(one, skip):
+                return pos
+            pos += len(line) + 1
+    return size
+
+
+def _continues(one: Any, skip: str) -> bool:
+    """Whether a line, by the ids :func:`line_ids` gives it, still goes with the trace
+    ``skip`` before it: a blank or malformed line, a JSON object without an id, or a line of
+    that trace (where a byte range's own traces begin, :func:`contiguous_traces`)."""
+    return one is BLANK or one is None or one[0] is None or one[0] == skip
+
+
+BACK_BYTES = 1 << 16
+"""The first block :func:`id_before` reads; each next one is twice as large, up to
+:data:`READ_BYTES` (a long run of lines without an id is read in blocks, not line by line)."""
+
+
+def id_before(f: IO[bytes], pos: int, ids: IdReader, named: bool = False) -> str | None:
+    """What :meth:`IdReader.read` gives as the id of the nearest line before offset ``pos`` (a
+    line start) that is a JSON object (with ``named``, one that has an id); ``None`` when
+    none is. Blank and malformed lines are passed over; only a line ending with ``}`` can be
+    an object, so only those are decoded."""
+    size = BACK_BYTES
+    hi = pos
+    tail = b""  # the start of the line the previous block began inside
+    while hi > 0:
+        lo = max(0, hi - size)
+        f.seek(lo)
+        lines = (f.read(hi - lo) + tail).split(b"\n")
+        tail = lines[0] if lo > 0 else b""
+        for line in reversed(lines if lo == 0 else lines[1:]):
+            if line.rstrip().endswith(b"}"):
+                got = ids.read(line)
+                if got is not None and (got[0] is not None or not named):
+                    return got[0]
+        hi = lo
+        size = min(size * 2, READ_BYTES)
+    return None
+
+
+def count_line_starts(f: IO[bytes], begin: int, end: int) -> int:
+    """How many lines start in ``[begin, end)``, ``f`` at ``begin`` (a line start): the one
+    at ``begin``, and one after each newline before ``end - 1``."""
+    if begin >= end:
+        return 0
+    count = 1
+    pos = begin
+    while pos < end - 1:
+        piece = f.read(min(READ_BYTES, end - 1 - pos))
+        if not piece:
+            break
+        count += piece.count(b"\n")
+        pos += len(piece)
+    return count
+
+
+def next_line(f: IO[bytes], pos: int) -> int:
+    """The offset of the first line that starts at or after ``pos`` (the end of the file when
+    none does)."""
+    if pos == 0:
+        return 0
+    f.seek(pos - 1)
+    end = pos - 1
+    while True:
+        piece = f.read(65536)
+        if not piece:
+            return end
+        cut = piece.find(b"\n")
+        if cut >= 0:
+            return end + cut + 1
+        end += len(piece)
+
+
+def contiguous_traces(
+    f: IO[bytes],
+    ids: IdReader,
+    start: int = 0,
+    end: int | None = None,
+) -> Iterator[Trace | tuple[int, int, str]]:
+    """The traces of a contiguous multi-trace file (or of the byte range ``[start, end)``: the
+    traces whose first line starts in it, read to their last line), one at a time.
+
+    Yields traces and, for a line without a readable id, ``(lineno, offset, problem)``: a
+    malformed line inside a trace goes with that trace (its decoder reports it). The last
+    value yielded is ``(lines read, offset reached, "")``.
+    """
+    skip: str | None = None
+    begin = 0
+    if start > 0:
+        skip, begin = _previous_id(f, start, ids)
+    f.seek(begin)
+    current: Trace | None = None
+    lineno = 0
+    reached = begin
+    for pos, body, lines, got in id_chunks(f, ids, begin):
+        if (
+            isinstance(got, tuple)
+            and skip is None
+            and (end is None or pos + len(body) - len(lines[-1]) - 1 < end)
+        ):
+            # the usual chunk: whole JSON objects with ids, none past the end; each run of
+            # one id is one slice of the chunk
+            current = yield from _runs(current, pos, body, lines, got, lineno)
+            lineno += len(lines)
+            reached = pos + len(body)
+            continue
+        for line, one in zip(lines, line_ids(got), strict=True):
+            offset, line = pos, line + b"\n"
+            pos += len(line)
+            blank = one is BLANK
+            if blank:
+                one = None
+            if skip is not None:
+                # the end of the trace the part before this one started (its lines, and the
+                # blank, malformed and id-less lines that go with it): that part reads them
+                if end is not None and offset >= end:  # no trace of this range's own
+                    yield (lineno, reached, "")
+                    return
+                if _continues(one, skip):  # (a blank line's ``one`` is None by now)
+                    continue
+                skip = None
+            if (
+                end is not None
+                and offset >= end
+                and (
+                    current is None
+                    or (one is not None and one[0] is not None and one[0] != current.trace_id)
+                )
+            ):
+                if current is not None:
+                    yield current
+                yield (lineno, reached, "")
+                return
+            lineno += 1
+            reached = offset + len(line)
+            if blank:
+                continue
+            if one is None:
+                if current is not None:
+                    current.lines.append(line)
+                    current.linenos.append(lineno)
+                else:
+                    yield (lineno, offset, "malformed JSON line (not a JSON object)")
+                continue
+            trace_id, task = one
+            if trace_id is None:
+                yield (lineno, offset, f"the line has no {ids.key!r}")
+                continue
+            if current is None or trace_id != current.trace_id:
+                if current is not None:
+                    yield current
+                current = Trace(trace_id, task, [], [], offset)
+            current.lines.append(line)
+            current.linenos.append(lineno)
+    if current is not None:
+        yield current
+    yield (lineno, reached, "")
+
+
+def _runs(
+    current: Trace | None,
+    pos: int,
+    body: bytes,
+    lines: list[bytes],
+    ids: tuple[list[str], list[str | None] | None],
+    lineno: int,
+) -> Generator[Trace, None, Trace | None]:
+    """The traces a chunk of id-bearing lines completes, each run of one id as one slice of
+    the chunk (the first run continues ``current`` when it has its id); returns the trace the
+    chunk's last run belongs to, which the next chunk may continue."""
+    keys, tasks = ids
+    at = 0  # the run's start in body
+    first = 0  # the run's first line
+    for trace_id, run in groupby(keys):
+        count = len(list(run))
+        after = first + count
+        size = sum(map(len, lines[first:after])) + count
+        numbers = list(range(lineno + first + 1, lineno + after + 1))
+        if current is not None and current.trace_id == trace_id:
+            current.lines.append(body[at : at + size])
+            current.linenos.extend(numbers)
+        else:
+            if current is not None:
+                yield current
+            task = None if tasks is None else tasks[first]
+            current = Trace(trace_id, task, [body[at : at + size]], numbers, pos + at)
+        at += size
+        first = after
+    return current
