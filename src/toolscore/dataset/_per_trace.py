@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import IO, Any
 
+from ..errors import UsageError
 from .records import TraceRecord, record_fields
 
 
@@ -22,8 +23,6 @@ class _Writer:
             try:
                 import pyarrow  # noqa: F401
             except ImportError:
-                from ..errors import UsageError
-
                 raise UsageError(
                     f"{path}: Parquet needs pyarrow: pip install 'toolscore[parquet]'"
                 ) from None
@@ -56,6 +55,7 @@ class _Writer:
     def _flush(self) -> None:
         if not self._rows:
             return
+        # optional dependency: pyarrow, for Parquet output only
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -71,6 +71,7 @@ class _Writer:
             return
         self._flush()
         if self._pq is None:
+            # optional dependency: pyarrow, for Parquet output only
             import pyarrow as pa
             import pyarrow.parquet as pq
 

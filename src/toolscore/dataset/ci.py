@@ -24,6 +24,7 @@ trace), unless it has an error-severity finding, which fails it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sqlite3
@@ -34,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..calls import Finding, FindingValues, Location
+from ..errors import UsageError
+from ..sanitize import shown
 
 if TYPE_CHECKING:
     from ..baseline import Comparison, TraceSummary
@@ -90,6 +93,7 @@ def trace_view(result: Any, source: str, linenos: list[int] | None, error: str |
             findings' lines are the file's already.
         error: the record's error text (file and line already), when reading stopped early.
     """
+    # CI outputs load only when asked for: start-up of a dataset run
     from ..baseline import summarize
 
     findings = []
@@ -205,14 +209,11 @@ class DatasetCi:
     def __init__(
         self, options: CiOptions, criterion: PassCriterion, *, workdir: str | None = None
     ) -> None:
-        import math
-
-        from ..errors import UsageError
-
         if not math.isfinite(options.baseline_tolerance) or options.baseline_tolerance < 0:
             raise UsageError(
                 f"--baseline-tolerance must be a number >= 0, got {options.baseline_tolerance}"
             )
+        # CI outputs load only when asked for: start-up of a dataset run
         from ..baseline import AggregateBuilder
 
         self.options = options
@@ -234,10 +235,12 @@ class DatasetCi:
             if options.baseline:
                 self._load(options.baseline)
             if options.junit:
+                # CI outputs load only when asked for: start-up of a dataset run
                 from ..reports.junit import JunitWriter
 
                 self._junit = JunitWriter(options.junit, failed=lambda r: r.failed)
             if options.sarif:
+                # CI outputs load only when asked for: start-up of a dataset run
                 from ..reports.sarif import SarifWriter
 
                 self._sarif = SarifWriter(options.sarif)
@@ -246,6 +249,7 @@ class DatasetCi:
             raise
 
     def _load(self, path: str) -> None:
+        # CI outputs load only when asked for: start-up of a dataset run
         from ..baseline import iter_baseline
 
         assert self._db is not None
@@ -275,6 +279,7 @@ class DatasetCi:
             and record.trace_id
             and record.score is not None
         ):
+            # CI outputs load only when asked for: start-up of a dataset run
             from ..baseline import TraceSummary, baseline_name
 
             trace_id = baseline_name(record.trace_id)  # as the baseline stores it
@@ -287,6 +292,7 @@ class DatasetCi:
                 self.current.add(summary)
 
     def _summaries(self, sql: str) -> Iterator[tuple[str, TraceSummary]]:
+        # CI outputs load only when asked for: start-up of a dataset run
         from ..baseline import TraceSummary
 
         assert self._db is not None
@@ -298,6 +304,7 @@ class DatasetCi:
         :func:`toolscore.baseline.compare`, which this does one trace at a time."""
         if not self.options.baseline or self._db is None:
             return None
+        # CI outputs load only when asked for: start-up of a dataset run
         from ..baseline import Comparer, TraceSummary
 
         db = self._db
@@ -335,6 +342,7 @@ class DatasetCi:
         """Write ``--save-baseline``: every scored trace, sorted by id, streamed."""
         if not self.options.save_baseline or self._db is None:
             return
+        # CI outputs load only when asked for: start-up of a dataset run
         from ..baseline import write_baseline_entries
 
         write_baseline_entries(
@@ -351,6 +359,7 @@ class DatasetCi:
         """
         junit, self._junit = self._junit, None
         sarif, self._sarif = self._sarif, None
+        # CI outputs load only when asked for: start-up of a dataset run
         from ..reports.junit import finish_ci_outputs
 
         finish_ci_outputs(junit, sarif, gates)
@@ -381,10 +390,10 @@ def finish_ci(
     Raises:
         OSError: a file cannot be written.
     """
+    # start-up of a library dataset run: rich (and typer) load only for the CLI's output
     from rich.text import Text
 
     from ..cli._ci import baseline_gate, say_verdict
-    from ..sanitize import shown
 
     options = ci.options
     comparison = ci.compare()

@@ -25,7 +25,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from .._exact import ExactAdder
+from ..errors import UsageError
 
 __all__ = [
     "MAX_GROUPS",
@@ -60,8 +63,6 @@ def parse_ks(text: str | Sequence[int] | None) -> tuple[int, ...] | None:
     Raises:
         UsageError: not a list of positive integers.
     """
-    from ..errors import UsageError
-
     if text is None:
         return None
     items = text.split(",") if isinstance(text, str) else list(text)
@@ -105,8 +106,6 @@ class GroupBy:
             UsageError: a regex that does not compile or names no group, or two dimensions
                 of one name.
         """
-        from ..errors import UsageError
-
         dims: list[str] = []
         fields: list[str] = []
         regexes: list[_Regex] = []
@@ -166,8 +165,6 @@ class GroupBy:
     def read_line(self, data: bytes) -> dict[str, str]:
         """The :attr:`line_fields` of the first line of ``data`` (a trace's lines) that it
         has, as text."""
-        import msgspec
-
         end = data.find(b"\n")
         line = data if end < 0 else data[:end]
         try:
@@ -347,6 +344,7 @@ def group_tables(
 ) -> dict[str, list[GroupRow]]:
     """Each dimension's groups (failing ones first) with their pass@k and pass^k for ``ks``
     (``by_group``: the task spill's tasks by (n, c) per dimension and group)."""
+    # import cycle: aggregate imports groups
     from .aggregate import overall_pass
 
     if groups is None:

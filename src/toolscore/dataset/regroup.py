@@ -28,9 +28,12 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from .inputs import Part
+from ..limits import value_limit
+from ..redact import pii_redaction
+from .gold import gold_lookup
+from .inputs import SNIFF_BYTES, Grouper, IdReader, Part, detect_key, iter_lines, open_lines
 from .records import TraceRecord, read_records, write_records
-from .worker import Config
+from .worker import GOLD_ERRORS, Config, evaluate_one, gold_error_record
 
 __all__ = ["Regroup", "gather", "ids_in"]
 
@@ -226,12 +229,6 @@ def gather(
     whole: each one's lines wherever they are in the file, as the file's reader attaches them
     (a line without a readable id goes with the trace before it). Line numbers are the
     file's."""
-    from ..limits import value_limit
-    from ..redact import pii_redaction
-    from .gold import gold_lookup
-    from .inputs import SNIFF_BYTES, Grouper, IdReader, detect_key, iter_lines, open_lines
-    from .worker import GOLD_ERRORS, evaluate_one, gold_error_record
-
     out: dict[str, TraceRecord] = {}
     with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes):
         with open_lines(path or url, cfg.storage_options) as f:

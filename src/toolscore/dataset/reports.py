@@ -17,9 +17,11 @@ from typing import Any
 import orjson
 
 from .._rounding import percent
+from ..outputs import write_report
 from ..redact import redact_secrets
 from ..reports.markdown import md_text
 from ..sanitize import shown
+from ..verdict import letter_grade, verdict_word
 from .groups import GroupRow
 from .html import Table, attention, html_page, svg_tools
 from .run import DatasetResult
@@ -40,8 +42,6 @@ _pct = percent
 def write_json(result: DatasetResult, path: str) -> None:
     """The aggregate, every task's pass@k/pass^k, the errors and the missing ids, as JSON
     (streamed into a temporary file beside ``path``, then renamed onto it)."""
-    from ..outputs import write_report
-
     if os.path.exists(path) and not os.path.isfile(path):  # a device or a pipe
         with io.BytesIO() as buffer:
             _json_into(result, buffer)
@@ -265,11 +265,11 @@ def first_signal(result: DatasetResult) -> Any:
     """The verdict first, as a single trace's grade panel: the mean score's grade and word
     (PASS from 0.9, WARN from 0.7, else FAIL), the pass rate, and what needs a look (traces
     with violations, traces that could not be read)."""
+    # start-up of a library dataset run: rich (and typer) load only for the CLI's output
     from rich.panel import Panel
     from rich.text import Text
 
     from ..reports.console import score_style
-    from ..verdict import letter_grade, verdict_word
 
     agg = result.aggregate
     mean = result.mean
@@ -298,6 +298,7 @@ def first_signal(result: DatasetResult) -> Any:
 
 def summary_renderable(result: DatasetResult) -> Any:
     """A rich renderable of the aggregate (markup-safe)."""
+    # start-up of a library dataset run: rich (and typer) load only for the CLI's output
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
