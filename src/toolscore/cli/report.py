@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .._exitcodes import EXIT_OK, Outcome, exit_code
+from ..calls import Finding, Location
 from ..errors import InputError, ToolscoreError
+from ..gold import gold_from_dicts
+from ..result import EvaluationResult
 from ..sanitize import shown
 from ._util import error_line, failure_status, os_error_text
 
@@ -130,6 +133,7 @@ class _Record:
         self.failed: Counter[str] = Counter()
 
     def read(self, events: Any) -> None:
+        # start-up of `toolscore --version`: ijson (~15 ms) only when a report is read
         import ijson
 
         builder: Any = None
@@ -158,8 +162,6 @@ class _Record:
             self.values[prefix] = value
 
     def _finding(self, item: Any) -> None:
-        from ..calls import Finding, Location
-
         if not isinstance(item, dict):
             raise InputError(self.name, "a finding is not an object")
         if item.get("check") == "errors" and item.get("kind") == "failed_call":
@@ -182,9 +184,6 @@ class _Record:
             self.inputs.append(finding)
 
     def result(self) -> EvaluationResult:
-        from ..gold import gold_from_dicts
-        from ..result import EvaluationResult
-
         values = self.values
         metrics, weights = values.get("metrics"), values.get("weights")
         if not isinstance(metrics, dict) or not isinstance(weights, dict):

@@ -19,15 +19,23 @@ violation (``--fail-on-violations``) or fell below ``--fail-under``, else 0.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import tempfile
 import time
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.abc
+
 from .._exitcodes import Outcome, exit_code
+from .._interrupt import StopOnSignal, Terminated
 from ..errors import ToolscoreError
+from ..live import plain_errors
+from ..live_sessions import watch_sessions
 from ..sanitize import shown
+from ..sessions import ClosedSession
 from ..verdict import SCORE_EPSILON, passes
 from ._options import WatchOptions
 from ._util import error_line, failure_status, watch_source
@@ -139,14 +147,6 @@ class _Out:
 
 
 async def _drive(opts: WatchOptions, weights: Any, tally: _Tally, out: _Out, stop: Any) -> None:
-    import asyncio  # the event loop loads only when watch runs: start-up
-
-    import anyio.abc
-
-    from ..live import plain_errors
-    from ..live_sessions import watch_sessions
-    from ..sessions import ClosedSession
-
     loop = asyncio.get_running_loop()
     current: list[SessionsRun] = []
 
@@ -189,10 +189,6 @@ async def _drive(opts: WatchOptions, weights: Any, tally: _Tally, out: _Out, sto
 
 def run_watch_sessions(opts: WatchOptions, weights: Any, threshold: float | str | None) -> int:
     """Run ``toolscore watch --trace-key`` to the end of input (or a signal)."""
-    import anyio  # the event loop loads only when watch runs: start-up
-
-    from .._interrupt import StopOnSignal, Terminated
-
     tally = _Tally(opts, threshold)
     started = time.monotonic()
     with StopOnSignal() as stop:

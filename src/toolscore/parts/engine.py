@@ -17,6 +17,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UsageError
+
 __all__ = ["ENGINES", "PartLost", "caught", "run_parts"]
 
 ENGINES = ("local", "dask", "inline", "fork")
@@ -222,10 +224,9 @@ def _dask(
     send: Callable[[Any], Any] | None,
 ) -> Iterator[Any]:
     try:
+        # optional dependency: dask's distributed, for a cluster only
         from distributed import Client
     except ImportError:  # pragma: no cover - depends on the extras installed
-        from ..errors import UsageError
-
         raise UsageError("--engine dask needs dask: pip install 'toolscore[dask]'") from None
     own = client is None
     if own:

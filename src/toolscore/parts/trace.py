@@ -30,6 +30,7 @@ directory, removed when the main pipeline is.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import heapq
 import multiprocessing
 import os
@@ -44,14 +45,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._idkeys import ID_KEYS
-from .._interrupt import Interrupted
+from .._interrupt import Interrupted, active
 from ..calls import Batch, Finding, FindingValues, Location
 from ..checks._base import BaseCheck, State
 from ..dataset.shape import first_record
-from ..errors import InputError
+from ..errors import InputError, MalformedTrace
 from ..limits import PARALLEL_MIN_BYTES
 from ..pipeline import Pipeline, emit_sync, feed_sync, finding_order
 from ..redact import redact_findings
+from ..reports.json import CallSpool
+from ..sources import source_size
+from ..sources._drive import CHUNK_SIZE
+from ..sources._util import count_newlines
+from ..sources.custom import CustomDialect
+from ..sources.detect import detect
+from ..sources.jsonl import JsonlDecoder
+from .engine import PartLost, run_parts
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -114,8 +123,6 @@ def plan(trace: Any, format: str, workers: int | None) -> Plan | None:
         return None
     if _FORK not in multiprocessing.get_all_start_methods():
         return None
-    from ..sources import source_size
-    from ..sources.detect import detect
 
     size = source_size(path)
     if size is None:
@@ -208,11 +215,6 @@ def _part_batches(
 ) -> Iterator[Batch]:
     """Part ``k`` read as JSON Lines, its calls numbered from ``calls``, its lines from
     ``lines``; ``newlines[0]`` counts the part's newlines on the way."""
-    from ..sources._drive import CHUNK_SIZE
-    from ..sources._util import count_newlines
-    from ..sources.custom import CustomDialect
-    from ..sources.jsonl import JsonlDecoder
-
     dialect = CustomDialect(plan.path)
     dialect.next_index = calls
     decoder = JsonlDecoder(dialect, plan.path, lines_before=lines)
@@ -254,8 +256,6 @@ def _end_with_parent(parent: int) -> None:
     leaves no reader behind blocked on a pipe nobody reads; and leave at once if the parent
     is already gone (it ended between the fork and this call)."""
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):  # pragma: no cover - not Linux: the pipes still close
@@ -274,8 +274,6 @@ def read_part(
 ) -> tuple[PartResult, list[BaseCheck]]:
     """Read part ``k`` with a pipeline of its own: what to send, and the checks (whose files
     the result names)."""
-    from ..reports.json import CallSpool
-
     checks = make_checks()
     for check in checks:
         check.begin_part()
@@ -375,8 +373,6 @@ def run(
         make_checks: builds a fresh set of the same checks, for a part's process.
         on_bytes: told the bytes read, by every process.
     """
-    from .engine import PartLost, run_parts
-
     ctx = multiprocessing.get_context(_FORK)
     progress = ctx.Value("q", 0)
 
@@ -448,16 +444,11 @@ def run(
 
 
 def _stop_requested() -> bool:
-    from .._interrupt import active
-
     stop = active()
     return stop is not None and stop.requested
 
 
 def _stopped(path: str) -> InputError:
-    from .._interrupt import active
-    from ..errors import MalformedTrace
-
     stop = active()
     what = stop.describe() if stop is not None else "interrupted"
     return MalformedTrace(path, f"cannot read the input: {what}")

@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..outputs import write_report
 from ..redact import redact_secrets
 from . import ReportResult
 
@@ -69,6 +70,4 @@ def _lines(result: ReportResult) -> Iterator[bytes]:
 
 def write_csv(result: ReportResult, path: str | os.PathLike[str]) -> None:
     """Write the CSV report of ``result`` to ``path`` (atomically, like the other reports)."""
-    from ..outputs import write_report
-
     write_report(path, _lines(result))

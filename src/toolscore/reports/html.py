@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from ..failures import align, call_text, row_for
+from ..outputs import write_report
 from ..redact import redact_secrets
 from ..sanitize import shown
 from ..verdict import Verdict, judge
@@ -316,6 +317,4 @@ def _performance(metrics: Mapping[str, Any]) -> list[str]:
 
 def write_html(result: ReportResult, path: str | os.PathLike[str]) -> None:
     """Write :func:`render_html` to ``path`` (UTF-8; see :func:`toolscore.outputs.write_report`)."""
-    from ..outputs import write_report
-
     write_report(path, render_html(result).encode("utf-8"))

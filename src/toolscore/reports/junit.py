@@ -49,6 +49,7 @@ from xml.sax.saxutils import escape as _escape
 from xml.sax.saxutils import quoteattr
 
 from .._rounding import score_text
+from ..outputs import OutputTarget, file_mode, open_stream, resolve_output, user_os_error
 from ..redact import redact_secrets
 
 __all__ = ["Gate", "JunitWriter", "default_failed", "junit_text", "write_junit"]
@@ -228,7 +229,6 @@ class JunitWriter:
         tests = self.traces + len(self._gates)
         failures = self.trace_failures + gate_failures
         name = f"{self.suite}.traces"
-        from ..outputs import OutputTarget, file_mode, open_stream, resolve_output, user_os_error
 
         try:
             target: OutputTarget = resolve_output(self.path)

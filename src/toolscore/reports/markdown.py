@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from ..outputs import write_report
 from ..redact import redact_secrets
 from ..sanitize import shown
 from ..verdict import judge
@@ -206,6 +207,4 @@ def render_markdown(result: ReportResult, *, now: datetime | None = None) -> str
 def write_markdown(result: ReportResult, path: str | os.PathLike[str]) -> None:
     """Write :func:`render_markdown` to ``path`` (UTF-8; see
     :func:`toolscore.outputs.write_report`)."""
-    from ..outputs import write_report
-
     write_report(path, render_markdown(result).encode("utf-8"))

@@ -49,10 +49,12 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
+from importlib import metadata
 from pathlib import PurePath
 from typing import IO, Any
 from urllib.parse import quote
 
+from ..outputs import file_mode, open_stream, resolve_output, user_os_error
 from ..redact import PATTERNS, redact_secrets
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "SarifWriter", "rule_for", "sarif_uri", "write_sarif"]
@@ -156,14 +158,11 @@ class SarifWriter:
     def __init__(self, path: str | os.PathLike[str], *, tool_version: str | None = None) -> None:
         self.path = os.fspath(path)
         if tool_version is None:
-            from importlib import metadata
-
             try:
                 tool_version = metadata.version("toolscore")
             except metadata.PackageNotFoundError:  # pragma: no cover - source tree
                 tool_version = "0.0.0"
         self.tool_version = tool_version
-        from ..outputs import resolve_output, user_os_error
 
         try:
             self._target = resolve_output(self.path)
@@ -269,8 +268,6 @@ class SarifWriter:
     def close(self) -> None:
         """Finish the log (the rule table and the tool) and move it into place (or copy it
         into a device or FIFO), as :func:`toolscore.outputs.write_report` does."""
-        from ..outputs import file_mode, open_stream, user_os_error
-
         tool = {
             "driver": {
                 "name": "toolscore",

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..cli._util import error_line
 from .metrics import CONTENT_TYPE
 from .otlp import (
     JSON,
@@ -114,8 +115,6 @@ class Receiver:
                 try:
                     sessions.add(spans, arrival)
                 except Exception as exc:  # a bug must not stop the server: said, counted
-                    from ..cli._util import error_line
-
                     metrics.internal_errors.inc()
                     error_line(f"internal error: {type(exc).__name__}: {exc}")
                 self.queued_spans -= count

@@ -29,6 +29,10 @@ from typing import Annotated, Any
 import typer
 
 from ..cli._options import ForbiddenOption, PiiOption, WeightOption
+from ..cli._util import error_line, failure_status
+from ..errors import ToolscoreError
+from ..redact import use_pii
+from ..result import normalize_weights, parse_weights
 
 __all__ = ["ServeOptions", "register", "run_serve"]
 
@@ -77,9 +81,9 @@ def build(opts: ServeOptions, workdir: str) -> Any:
         ToolscoreError: an unreadable gold or rule file.
         ValueError: a bad weight.
     """
+    # start-up of `toolscore --version`: the server's modules load only for `serve`
     from ..api import read_rules
     from ..dataset.gold import GoldLookup, build_gold
-    from ..result import normalize_weights, parse_weights
     from .app import Receiver, ServeConfig
     from .events import Events
     from .outputs import Outputs
@@ -116,10 +120,10 @@ def build(opts: ServeOptions, workdir: str) -> Any:
 
 def run_serve(opts: ServeOptions) -> int:
     """Serve until SIGTERM or Ctrl-C; returns the exit status."""
+    # optional dependency: uvicorn, for `serve` only
     import uvicorn
 
-    from ..cli._util import error_line, failure_status
-    from ..errors import ToolscoreError
+    # start-up of `toolscore --version`: the server's modules load only for `serve`
     from .app import create_app
 
     if not _loopback(opts.host) and not opts.token:
@@ -160,6 +164,7 @@ def run_serve(opts: ServeOptions) -> int:
 
 
 def _server_class() -> Any:
+    # optional dependency: uvicorn, for `serve` only
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -259,8 +264,6 @@ def serve_command(
     pii: PiiOption = False,
 ) -> None:
     """Receive OpenTelemetry (OTLP/HTTP) from live agents and evaluate each session."""
-    from ..redact import use_pii
-
     use_pii(pii)
     opts = ServeOptions(
         host=host, port=port, token=token or None, gold=gold, gold_by=gold_by,

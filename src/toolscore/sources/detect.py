@@ -36,6 +36,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from ..errors import FormatNotDetected, UsageError
+from ..redact import redact_quote
 from ._base import Dialect
 from ._depth import DepthGuard
 from ._ijson import sample_events
@@ -405,8 +406,6 @@ def _value_text(value: Any, *, nested: bool = False, depth: int = 0) -> str:
 def describe(shape: Shape | None, head: bytes) -> str:
     """What the start of an input looks like, in a few words (for error messages)."""
     if shape is None:
-        from ..redact import redact_quote
-
         text = head.lstrip()[:400]
         if not text:
             return "nothing (it is empty)"

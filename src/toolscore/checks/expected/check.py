@@ -20,6 +20,7 @@ from ...failed import DEFAULT_FAILURES, FailureRules
 from .._base import BaseCheck
 from .approx import ApproxRecorder
 from .gold_order import neg_weight
+from .metrics import extra_metrics
 from .pairing import NO_ARGS, Candidate, arg_count, call_weights
 from .sequence import IdLog, distance_tracker
 from .state import ExpectedPlan, ExpectedState, StatsAdder, step_detail
@@ -308,8 +309,6 @@ class ExpectedCheck(BaseCheck):
 
     def extra_metrics(self) -> dict[str, Any]:
         """``latency_metrics`` and ``cost_metrics``, each only when its total is > 0."""
-        from .metrics import extra_metrics
-
         return extra_metrics(self.state())
 
 
