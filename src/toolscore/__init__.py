@@ -191,6 +191,7 @@ del _obj
 
 def __getattr__(name: str) -> _Any:
     if name == "__version__":
+        # start-up of `import toolscore`: importlib.metadata (~40 ms) only when asked
         from importlib import metadata
 
         try:

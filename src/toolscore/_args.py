@@ -12,6 +12,7 @@ from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import UsageError
+from .hardrules.spec import RuleSet
 
 __all__ = [
     "check_format",
@@ -112,7 +113,6 @@ def check_rules(value: Any, name: str) -> Any:
         return path
     if isinstance(value, (list, tuple, Mapping)):
         return value
-    from .hardrules.spec import RuleSet
 
     if isinstance(value, RuleSet):
         return value

@@ -74,6 +74,7 @@ def read_calls(
         InputError: (a ``ValueError``) the trace is malformed, or its format not detected.
         UsageError: (a ``ValueError``) an unknown format.
     """
+    # start-up of `toolscore.core`/`toolscore.metrics`: the readers load only to read a trace
     from .sources import iter_batches
 
     if isinstance(src, bytes):

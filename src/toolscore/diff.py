@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .calls import ToolCall
+from .expect import _failure_text
 from .failures import align
 from .reports._issues import Issue, arg_lines, extra, missing, redacted, wrong_args, wrong_tool
 from .verdict import FixSuggestion
@@ -50,6 +51,5 @@ def render_failure(result: Any, min_score: float, *, color: bool = False, width:
     and each row is one line.
     """
     del color, width
-    from .expect import _failure_text
 
     return _failure_text(result, min_score)

@@ -72,6 +72,7 @@ class InputError(ToolscoreError, ValueError):
             where += f":{self.line}"
         elif self.offset is not None:
             where += f": byte {self.offset}"
+        # import cycle: redact -> calls -> failed -> errors
         from .redact import redact_secrets
 
         # the message may quote the input: it is printed, so never with a credential in it

@@ -30,12 +30,14 @@ _EPSILON = 1e-9
 
 def evaluate(*args: Any, **kwargs: Any) -> EvaluationResult:
     """:func:`toolscore.evaluate`, imported on first use."""
+    # start-up of `import toolscore`: it loads expect, not the evaluation modules
     from .api import evaluate as run
 
     return run(*args, **kwargs)
 
 
 def _ruleset(rules: Any) -> Any:
+    # start-up of `import toolscore`: it loads expect, not the evaluation modules
     from .hardrules.spec import ruleset
 
     return ruleset(rules)
@@ -58,6 +60,7 @@ def _check_range(min_score: float) -> None:
 
 
 def _failure_text(result: EvaluationResult, min_score: float, strict: bool = False) -> str:
+    # start-up of `import toolscore`: it loads expect, not the evaluation modules
     from .failures import render_failure
 
     return render_failure(
@@ -261,6 +264,7 @@ class Expectation:
         return self
 
     def with_weights(self, **weights: float) -> Expectation:
+        # start-up of `import toolscore`: it loads expect, not the evaluation modules
         from .result import normalize_weights
 
         normalize_weights(weights)
@@ -305,6 +309,7 @@ class Expectation:
         return response
 
     def _finish(self, actual: Any) -> EvaluationResult:
+        # start-up of `import toolscore`: it loads expect, not the evaluation modules
         from .api import extract_calls
         from .gold import calls_from_dicts
         from .rules import check_forbidden_calls, rules_from_python
@@ -316,6 +321,7 @@ class Expectation:
             if hits:
                 names = ", ".join(dict.fromkeys(repr(v["tool"]) for v in hits))
                 offending = "; ".join(f"{v['tool']}({v['args'] or {}})" for v in hits)
+                # start-up of `import toolscore`: it loads expect, not the evaluation modules
                 from .redact import redact_secrets
 
                 first = hits[0]
@@ -361,6 +367,7 @@ class Expectation:
 
 
 def _rule_text(rule: Mapping[str, Any]) -> str:
+    # start-up of `import toolscore`: it loads expect, not the evaluation modules
     from .failures import call_text
 
     text = call_text(rule["tool"], rule.get("args") or {})

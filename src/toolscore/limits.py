@@ -41,6 +41,8 @@ from typing import TypeVar
 
 import msgspec
 
+from .errors import UsageError
+
 __all__ = [
     "APPROX_PAIRING_CANDIDATES",
     "DECODE_LIMIT_EXACT",
@@ -101,8 +103,6 @@ def exact_pairing_max() -> int:
     except ValueError:
         value = -1
     if value < 0:
-        from .errors import UsageError
-
         raise UsageError(f"{EXACT_PAIRING_ENV} must be a whole number >= 0, not {raw[:40]!r}")
     return value
 
@@ -138,8 +138,6 @@ def value_limit(limit: int | None) -> Iterator[None]:
         yield
         return
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-        from .errors import UsageError
-
         raise UsageError(f"max_value_bytes must be a positive integer, got {limit!r}")
     token = _max_value_bytes.set(limit)
     try:
@@ -151,8 +149,6 @@ def value_limit(limit: int | None) -> Iterator[None]:
 def set_max_value_bytes(limit: int) -> None:
     """Set :func:`max_value_bytes` for the rest of this context (the CLI's option)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-        from .errors import UsageError
-
         raise UsageError(f"--max-value-bytes must be a positive integer, got {limit!r}")
     _max_value_bytes.set(limit)
 

@@ -51,6 +51,7 @@ from .api import (
     pipeline_result,
 )
 from .calls import Batch, Finding, ToolCall
+from .follow import FdStream
 from .pipeline import CallSink, FindingSink, Pipeline, run_async
 from .redact import pii_redaction
 from .result import EvaluationResult
@@ -311,8 +312,6 @@ def plain_errors() -> Iterator[None]:
 def _live_source(source: TraceSource) -> TraceSource:
     """Stdin (``-``) is read as bytes arrive, never by a buffered read that waits to fill."""
     if isinstance(source, str) and source == "-":
-        from .follow import FdStream
-
         return FdStream(sys.stdin.fileno())
     return source
 

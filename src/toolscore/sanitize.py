@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import re
 
+from .redact import redact_secrets
+
 __all__ = ["UNSAFE", "shown", "visible"]
 
 UNSAFE = re.compile(
@@ -82,6 +84,4 @@ def visible(text: str) -> str:
 
 def shown(text: str) -> str:
     """``text`` as a report shows it: credentials redacted, then :func:`visible`."""
-    from .redact import redact_secrets
-
     return visible(redact_secrets(text))

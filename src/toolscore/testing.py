@@ -126,6 +126,7 @@ def check_conformance(
         make_check: builds a fresh check (the same configuration each time).
         trace: the calls (their ``index`` is set from their position).
     """
+    # optional dependency: hypothesis, for property tests only
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
