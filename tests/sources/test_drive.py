@@ -216,3 +216,15 @@ def test_pulled_file_faults(tmp_path: Path) -> None:
         error = batches[-1].error
         assert error is not None and error.offset == bad.index(b'" x') + 2
         assert "expected a JSON value" in str(error)
+
+
+def test_a_decoded_block_reaches_the_checks_without_calls_built(tmp_path: Path) -> None:
+    """The readers' several-traces guard reads a block's ids from its columns: no ToolCall
+    is built for a block of plain calls on its way (building them doubled a large trace's
+    read time)."""
+    rows = [{"trace_id": "t", "tool": "search", "args": {"q": i}} for i in range(2000)]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    blocks = [b for b in iter_batches(path) if b.block is not None]
+    assert blocks and sum(b.block.n for b in blocks) == 2000  # type: ignore[union-attr]
+    assert all(b._calls is None for b in blocks)  # still columns only

@@ -32,9 +32,12 @@ def several_traces_problem(key: str, first: Any, then: Any) -> str:
 def _ids(batch: Batch) -> Iterator[tuple[str, Any, Location | None]]:
     block = batch.block
     if block is not None:
+        # a decoded block says its ids from its columns: reading ``batch.calls`` would build
+        # a ToolCall per call (the block exists so that nothing does)
         found = getattr(block, "trace_ids", None)
         if found is not None:
             yield from found(ID_KEYS)
+        return
     for call in batch.calls:
         metadata = call.metadata
         if metadata:
