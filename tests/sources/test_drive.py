@@ -218,13 +218,25 @@ def test_pulled_file_faults(tmp_path: Path) -> None:
         assert "expected a JSON value" in str(error)
 
 
-def test_a_decoded_block_reaches_the_checks_without_calls_built(tmp_path: Path) -> None:
+def test_a_decoded_block_reaches_the_checks_without_calls_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The readers' several-traces guard reads a block's ids from its columns: no ToolCall
     is built for a block of plain calls on its way (building them doubled a large trace's
     read time)."""
+    from toolscore.sources._custom_block import CustomBlock
+
+    built: list[int] = []
+    original = CustomBlock.call
+
+    def counting(self: CustomBlock, i: int) -> object:
+        built.append(i)
+        return original(self, i)
+
+    monkeypatch.setattr(CustomBlock, "call", counting)
     rows = [{"trace_id": "t", "tool": "search", "args": {"q": i}} for i in range(2000)]
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     blocks = [b for b in iter_batches(path) if b.block is not None]
     assert blocks and sum(b.block.n for b in blocks) == 2000  # type: ignore[union-attr]
-    assert all(b._calls is None for b in blocks)  # still columns only
+    assert built == []  # still columns only
