@@ -167,3 +167,15 @@ def test_a_bad_rule_in_a_keyed_gold_line_names_the_line(tmp_path: Path) -> None:
     assert result.gold_problems == 1
     assert any(f"{gold}:2" in p and "sideways" in p for p in result.problems)
     result.close()
+
+
+def test_a_numeric_minimum_is_one_test_for_every_gate() -> None:
+    """A perfect default score (0.9999999999999999) clears 1.0 at every gate: the exit
+    status's, the JUnit gate's, the pass rule's and the dataset's mean (all ask passes())."""
+    from toolscore.verdict import passes
+
+    perfect = evaluate(GOLD, GOLD).score
+    assert perfect < 1.0 and passes(perfect, 1.0)
+    assert not passes(perfect - 1e-6, 1.0)
+    assert passes(0.9, "A") and not passes(0.89, "A")
+    assert PassCriterion(min_score=1.0, all_calls=False).passes(evaluate(GOLD, GOLD).verdict())

@@ -116,14 +116,17 @@ def parse_fail_under(text: str) -> float | str:
 
 
 def passes(score: float, threshold: float | str) -> bool:
-    """Whether ``score`` clears a parsed ``--fail-under`` threshold.
+    """Whether ``score`` clears a parsed ``--fail-under`` threshold: the one test of a
+    minimum score, for every gate and pass rule.
 
-    A number compares the score directly (``score >= threshold``); a letter compares the
-    score's grade. NaN never passes a numeric threshold and grades as ``F``.
+    A number compares the score directly, reached within :data:`SCORE_EPSILON`
+    (``score >= threshold - 1e-9``: a perfect default score, 0.9999999999999999, clears
+    1.0); a letter compares the score's grade. NaN never passes a numeric threshold and
+    grades as ``F``.
     """
     if isinstance(threshold, str):
         return grade_at_least(letter_grade(score), threshold)
-    return score >= threshold
+    return score >= threshold - SCORE_EPSILON
 
 
 @dataclass
@@ -242,11 +245,11 @@ class PassCriterion:
         score = judged.score
         if score is None:
             return ["no score"]
-        if isinstance(self.min_score, str):
-            if not passes(score, self.min_score):
+        if self.min_score is not None and not passes(score, self.min_score):
+            if isinstance(self.min_score, str):
                 out.append(f"grade {letter_grade(score)} below {self.min_score}")
-        elif self.min_score is not None and score < self.min_score - SCORE_EPSILON:
-            out.append(f"score {score:.3f} below {self.min_score:g}")
+            else:
+                out.append(f"score {score:.3f} below {self.min_score:g}")
         recall = judged.required_call_recall
         if self.all_calls and recall is not None and recall < 1.0 - 1e-12:
             out.append(f"required calls {recall:.0%} completed")

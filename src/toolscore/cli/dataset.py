@@ -223,9 +223,7 @@ def _run(
     below = False
     mean = result.mean
     if threshold is not None:
-        ok = mean is not None and (
-            passes(mean, threshold) or (isinstance(threshold, float) and mean >= threshold - 1e-9)
-        )
+        ok = mean is not None and (passes(mean, threshold))
         shown = "no score" if mean is None else f"mean score {mean:.1%}"
         below = below_gate(f"fail-under {opts.fail_under}", ok, shown)
     if min_rate is not None:

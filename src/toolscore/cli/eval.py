@@ -17,7 +17,7 @@ from .._interrupt import StopOnSignal, Terminated, active
 from ..errors import ToolscoreError
 from ..limits import DEFAULT_MAX_VALUE_BYTES
 from ..sanitize import shown, visible
-from ..verdict import SCORE_EPSILON, judge, passes
+from ..verdict import judge, passes
 from . import _ci
 from . import _options as opt
 from ._options import EvalOptions, RunOptions, eval_options
@@ -263,11 +263,10 @@ def _gates(result: ReportResult, opts: RunOptions, threshold: float | str | None
         sys.stderr.write(f"FAIL the trace does not pass --pass '{rule}': {reasons}\n")
     if threshold is not None and verdict.score is not None:
         score = verdict.score
+        under = not passes(score, threshold)
         if isinstance(threshold, str):
-            under = not passes(score, threshold)
             what = f"grade {verdict.grade} is below --fail-under {threshold}"
         else:
-            under = not score >= threshold - SCORE_EPSILON
             what = f"score {score:.1%} is below --fail-under {opts.fail_under}"
         if under:
             below = True

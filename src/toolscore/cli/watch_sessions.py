@@ -36,7 +36,7 @@ from ..live import plain_errors
 from ..live_sessions import watch_sessions
 from ..sanitize import shown
 from ..sessions import ClosedSession
-from ..verdict import SCORE_EPSILON, passes
+from ..verdict import passes
 from ._options import WatchOptions
 from ._util import error_line, failure_status, watch_source
 
@@ -83,11 +83,7 @@ class _Tally:
         self.input_errors += int(result.input_error is not None) + result.input_problems
         threshold = self.threshold
         if threshold is not None and verdict.score is not None:
-            ok = (
-                passes(verdict.score, threshold)
-                if isinstance(threshold, str)
-                else verdict.score >= threshold - SCORE_EPSILON
-            )
+            ok = passes(verdict.score, threshold)
             self.below += not ok
 
     def status(self) -> int:
