@@ -6,20 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ..calls import Location
 from ._violation import (
+    KeptStretch,
     Places,
     Source,
     Violation,
     _by_index,
     _keep,
     _moved_line,
-    _packed_state,
     _places,
     _relocated_violations,
-    _unpacked_state,
 )
 
 PENDING_SINKS = 10_000
@@ -29,7 +27,7 @@ another process reports the first 10,000 only."""
 
 
 @dataclass(frozen=True)
-class FlowState:
+class FlowState(KeptStretch):
     """The data-flow rules, read from completed calls in order (see the module docstring)."""
 
     origin: bool
@@ -46,23 +44,6 @@ class FlowState:
     """Violations found past the ones kept (counted, not kept)."""
     moved_lines: int = field(default=0, compare=False)
     """As :attr:`SeqState.moved_lines`."""
-
-    @property
-    def violation_count(self) -> int:
-        """Every violation found, counted."""
-        return len(self.violations) + self.omitted
-
-    def __getstate__(self) -> dict[str, Any]:
-        return _packed_state(self.__dict__)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        _unpacked_state(self, state)
-
-    def relocated(self, lines: int) -> FlowState:
-        """The same state with its calls' lines ``lines`` further on (a part read alone)."""
-        if not lines:
-            return self
-        return replace(self, moved_lines=self.moved_lines + lines)
 
     def settled(self) -> FlowState:
         """The same state with :attr:`moved_lines` applied to every location it keeps."""

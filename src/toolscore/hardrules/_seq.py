@@ -7,26 +7,24 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ..calls import Location
 from ._violation import (
+    KeptStretch,
     Places,
     Violation,
     _by_index,
     _keep,
     _moved_line,
-    _packed_state,
     _places,
     _relocated_violations,
-    _unpacked_state,
 )
 from .matching import MatchState
 from .runs import Runs
 
 
 @dataclass(frozen=True)
-class SeqState:
+class SeqState(KeptStretch):
     """The rules read from new calls in order: counts, order, the allowlist, the schemas
     and the match modes (see the module docstring)."""
 
@@ -62,23 +60,6 @@ class SeqState:
     """How many lines further on than recorded the calls kept are (:attr:`places`,
     :attr:`head_lines` and the violations' ``where``): :meth:`relocated` adds to it instead
     of rewriting every location, and a merge applies it as it takes the state in."""
-
-    @property
-    def violation_count(self) -> int:
-        """Every violation found, counted."""
-        return len(self.violations) + self.omitted
-
-    def __getstate__(self) -> dict[str, Any]:
-        return _packed_state(self.__dict__)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        _unpacked_state(self, state)
-
-    def relocated(self, lines: int) -> SeqState:
-        """The same state with its calls' lines ``lines`` further on (a part read alone)."""
-        if not lines:
-            return self
-        return replace(self, moved_lines=self.moved_lines + lines)
 
     def settled(self) -> SeqState:
         """The same state with :attr:`moved_lines` applied to every location it keeps."""

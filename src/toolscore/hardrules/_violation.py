@@ -4,9 +4,9 @@ read (:data:`Places`), the violations it keeps (the first
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ..calls import Location
 from ..capped import MAX_RECORDS
@@ -181,6 +181,38 @@ def _unpacked_state(obj: Any, state: dict[str, Any]) -> None:
         if isinstance(value, _Packed):
             state[name] = value.unpacked()
     obj.__dict__.update(state)
+
+
+_S = TypeVar("_S", bound="KeptStretch")
+
+
+class KeptStretch:
+    """What the in-order rules' state and the data-flow state share: the violations kept
+    (up to the cap, the rest counted in ``omitted``), pickled packed, and lines moved
+    lazily (``moved_lines``: :meth:`relocated` adds to it; each state's ``settled``
+    applies it). Their dataclasses declare the fields."""
+
+    violations: tuple[Violation, ...]
+    omitted: int
+    moved_lines: int
+
+    @property
+    def violation_count(self) -> int:
+        """Every violation found, counted."""
+        return len(self.violations) + self.omitted
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _packed_state(self.__dict__)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _unpacked_state(self, state)
+
+    def relocated(self: _S, lines: int) -> _S:
+        """The same state with its calls' lines ``lines`` further on (a part read alone)."""
+        if not lines:
+            return self
+        moved: _S = replace(cast(Any, self), moved_lines=self.moved_lines + lines)
+        return moved
 
 
 def _keep(kept: list[Violation], new: list[Violation], origin: bool) -> int:
