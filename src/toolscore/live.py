@@ -66,12 +66,40 @@ else:  # pragma: no cover - anyio depends on the backport there
 
 
 class _Reading:
-    """A run whose reading stops on request (:meth:`stop`)."""
+    """A run whose reading stops on request (:meth:`stop`), and whose producer hands what it
+    made to the consumer through ``_send`` (closed at the end, whatever happened)."""
+
+    _send: Any
+    """The sending end of the run's memory object stream (set by the subclass)."""
 
     def __init__(self) -> None:
         self.stopped = False
         """True once :meth:`stop` was called."""
         self._read_scope: anyio.CancelScope | None = None
+        self._failure: Exception | None = None
+        """What stopped the producer, handed to the consumer rather than to the task group."""
+
+    @asynccontextmanager
+    async def _reading(
+        self, source: TraceSource, format: str, *, one_trace: bool = True
+    ) -> AsyncIterator[AsyncGenerator[Batch, None]]:
+        """The source's batches until :meth:`stop`, for a producer's body: an exception in
+        the body becomes :attr:`_failure` (the consumer raises it plainly, not inside an
+        exception group); at the end the send end is closed and the source with it."""
+        batches = cast(
+            "AsyncGenerator[Batch, None]",
+            aguard_first(abatches(source, format, one_trace=one_trace)),
+        )
+        stoppable = self._until_stopped(batches)
+        try:
+            yield stoppable
+        except Exception as exc:
+            self._failure = exc
+        finally:
+            self._send.close()
+            with anyio.CancelScope(shield=True):
+                await stoppable.aclose()
+                await batches.aclose()
 
     def stop(self) -> None:
         """Stop reading the source; what was read is then finished (the checks on every call
@@ -140,7 +168,6 @@ class LiveRun(_Reading):
         self._buf: list[Finding] = []
         self._pos = 0
         self._result: EvaluationResult | None = None
-        self._failure: Exception | None = None
         self._failure_seen = False
         self._done = anyio.Event()
 
@@ -259,27 +286,18 @@ class LiveRun(_Reading):
         await self._send.send(found)
 
     async def _produce(self, source: TraceSource, format: str) -> None:
-        batches = cast("AsyncGenerator[Batch, None]", aguard_first(abatches(source, format)))
-        stoppable = self._until_stopped(batches)
         try:
-            await run_async(self.pipeline, stoppable)
-            self._result = pipeline_result(
-                self.pipeline,
-                self._gold,
-                self._weights,
-                include_extras=True,
-                has_gold=self.has_gold,
-                criterion=self.criterion,
-            )
-        except Exception as exc:
-            # Handed to the consumer (``__anext__``, ``result``, leaving the block), so the
-            # caller sees it plainly rather than inside an exception group.
-            self._failure = exc
+            async with self._reading(source, format) as batches:
+                await run_async(self.pipeline, batches)
+                self._result = pipeline_result(
+                    self.pipeline,
+                    self._gold,
+                    self._weights,
+                    include_extras=True,
+                    has_gold=self.has_gold,
+                    criterion=self.criterion,
+                )
         finally:
-            self._send.close()
-            with anyio.CancelScope(shield=True):
-                await stoppable.aclose()
-                await batches.aclose()
             self._done.set()
 
 

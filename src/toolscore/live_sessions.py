@@ -8,16 +8,16 @@ over each session's findings as they happen and each closed session's result and
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._args import check_rules
-from .api import GoldInput, RulesInput, TraceSource, abatches, aguard_first, read_gold, read_rules
+from .api import GoldInput, RulesInput, TraceSource, read_gold, read_rules
 from .calls import Batch, ToolCall
 from .live import _live_source, _Reading, plain_errors
 from .result import normalize_weights
@@ -103,7 +103,6 @@ class SessionsRun(_Reading):
         self._receive = receive
         self._send = send
         self._buf: list[SessionEvent] = []
-        self._failure: Exception | None = None
 
     def __aiter__(self) -> SessionsRun:
         return self
@@ -120,13 +119,8 @@ class SessionsRun(_Reading):
         return self._buf.pop(0)
 
     async def _produce(self, source: TraceSource, format: str) -> None:
-        batches = cast(
-            "AsyncGenerator[Batch, None]",
-            aguard_first(abatches(source, format, one_trace=False)),
-        )
-        stoppable = self._until_stopped(batches)
-        try:
-            async for batch in stoppable:
+        async with self._reading(source, format, one_trace=False) as batches:
+            async for batch in batches:
                 found, closed = self.sessions.route(batch)
                 events: list[SessionEvent] = [*closed, *found]
                 if events:
@@ -134,13 +128,6 @@ class SessionsRun(_Reading):
                 if batch.error is not None:
                     raise batch.error
             await self._send.send(list(self.sessions.close_all()))
-        except Exception as exc:
-            self._failure = exc
-        finally:
-            self._send.close()
-            with anyio.CancelScope(shield=True):
-                await stoppable.aclose()
-                await batches.aclose()
 
     async def _expire(self, every: float) -> None:
         while True:
