@@ -83,15 +83,12 @@ def builtin_checks(
     *,
     strict: bool,
     keep_details: bool,
-    plan: Any = None,
     score_only: bool = False,
     tool_names: ToolNames | None = None,
     weights: Mapping[str, float] | None = None,
     trajectory: bool = True,
 ) -> list[BaseCheck]:
-    """The built-in checks; ``plan``: an earlier expected-calls check's plan for the same gold
-    and options, reused (unless hard rules put argument modes into the score);
-    ``score_only``: only the score's metrics (see
+    """The built-in checks; ``score_only``: only the score's metrics (see
     :meth:`~toolscore.checks.expected.state.ExpectedState.score_metrics`), the findings and
     the errors check's counts are read (no trajectory steps, no identical-call count);
     ``tool_names``: the tool names the secrets checks of earlier traces scanned;
@@ -100,7 +97,7 @@ def builtin_checks(
     trajectory steps (a live session's memory then does not grow with its calls; its result
     has no ``trajectory_metrics`` steps)."""
     expected = expected_for(
-        gold, rules, strict=strict, keep_details=keep_details, plan=plan,
+        gold, rules, strict=strict, keep_details=keep_details,
         score_only=score_only, weights=weights, trajectory=trajectory,
     )  # fmt: skip
     checks: list[BaseCheck] = [

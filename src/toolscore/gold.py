@@ -18,9 +18,12 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
+
+import orjson
 
 from .calls import ToolCall
 from .errors import GoldFileError, UsageError
@@ -34,6 +37,7 @@ __all__ = [
     "calls_from_dicts",
     "gold_choices",
     "gold_from_dicts",
+    "gold_of_json",
     "load_gold",
     "read_gold_file",
     "side_effect_note",
@@ -326,7 +330,10 @@ def _from_dicts(items: Iterable[Any], start: int, gold: bool = False) -> list[To
 
 
 def gold_from_dicts(items: Iterable[Any]) -> list[ToolCall]:
-    """The expected calls of ``evaluate(expected=...)``.
+    """The expected calls of ``evaluate(expected=...)``: one list per distinct gold
+    (:func:`gold_of_json`) when ``items`` is plain JSON data (dicts, lists, strings, numbers,
+    booleans, None), so a loop over trials of one gold reads it once; its calls then hold a
+    copy of ``items``, not ``items`` itself. The list is shared: read it, never change it.
 
     Copies ``tool``, ``args`` (``None`` kept), ``result``, ``timestamp``, ``duration`` and
     ``cost``; ``metadata`` is built as Toolscore's ``_call_metadata`` does.
@@ -336,7 +343,51 @@ def gold_from_dicts(items: Iterable[Any]) -> list[ToolCall]:
             'tool' key`` / a ``tool`` that is not a string / ``args`` that is not a dict.
         TypeError: ``items`` is not a list (or other iterable) of dicts.
     """
-    return _from_dicts(items, 0, gold=True)
+    key = _json_key(items)
+    if key is None:
+        return _from_dicts(items, 0, gold=True)
+    return gold_of_json(key, lambda: _from_dicts(orjson.loads(key), 0, gold=True))
+
+
+GOLDS_KEPT = 256
+"""The most golds :func:`gold_of_json` keeps."""
+
+_GOLDS: OrderedDict[bytes, list[ToolCall]] = OrderedDict()
+
+
+def gold_of_json(body: bytes, read: Callable[[], list[ToolCall]]) -> list[ToolCall]:
+    """The gold whose JSON text is ``body``: the list read before for the same text, else
+    ``read()``'s, kept (the last :data:`GOLDS_KEPT` golds). Every door that reads a gold from
+    JSON text asks here, so one gold is one list, whose plan the expected-calls check builds
+    once (:mod:`toolscore.checks.expected.plans`)."""
+    gold = _GOLDS.get(body)
+    if gold is not None:
+        _GOLDS.move_to_end(body)
+        return gold
+    gold = _GOLDS[body] = read()
+    if len(_GOLDS) > GOLDS_KEPT:
+        _GOLDS.popitem(last=False)
+    return gold
+
+
+_PASSTHROUGH = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+_PASSTHROUGH |= orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _not_json(value: Any) -> Any:
+    raise TypeError
+
+
+def _json_key(items: Any) -> bytes | None:
+    """``items`` as JSON text when it reads back as the same plain data (no tuple, matcher,
+    subclass, NaN...), else None."""
+    if not isinstance(items, list):
+        return None
+    try:
+        key = orjson.dumps(items, default=_not_json, option=_PASSTHROUGH)
+    except TypeError:
+        return None
+    return key if orjson.loads(key) == items else None
 
 
 def calls_from_dicts(items: Iterable[Any], *, start: int = 0) -> list[ToolCall]:

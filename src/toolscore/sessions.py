@@ -56,29 +56,26 @@ class SessionChecks:
         self.weights = normalize_weights(None) if weights is None else weights
         self.strict = strict
         self.trajectory = trajectory
-        self._plans: OrderedDict[int, tuple[Any, list[ToolCall], RuleSet | None, Any]] = (
-            OrderedDict()
-        )
+        self._golds: OrderedDict[int, tuple[Any, list[ToolCall], RuleSet | None]] = OrderedDict()
 
     def pipeline(self, gold: GoldInput | None) -> tuple[Pipeline, list[ToolCall]]:
         """A session's pipeline over ``gold`` (None: checks only) and its gold calls.
 
-        One gold's calls, rules and plan (its calls' signatures...) are read once and shared
-        by its sessions, as by the traces of a dataset; the last 64 golds' are kept."""
+        One gold's calls and rules are read once and shared by its sessions (and so is its
+        plan, :func:`~toolscore.checks.expected.plans.plan_for`); the last 64 golds' are
+        kept."""
         key = id(gold)
-        cached = self._plans.get(key)
+        cached = self._golds.get(key)
         if cached is None or cached[0] is not gold:
             calls = [] if gold is None else read_gold(gold)
-            cached = (gold, calls, read_rules(self.rules, None, calls), None)
-        _, calls, rules, plan = cached
+            cached = self._golds[key] = (gold, calls, read_rules(self.rules, None, calls))
+            if len(self._golds) > 64:
+                self._golds.popitem(last=False)
+        _, calls, rules = cached
         checks = builtin_checks(
-            calls, rules, strict=self.strict, keep_details=False, plan=plan,
-            weights=self.weights, trajectory=self.trajectory,
+            calls, rules, strict=self.strict, keep_details=False, weights=self.weights,
+            trajectory=self.trajectory,
         )  # fmt: skip
-        if plan is None:
-            self._plans[key] = (gold, calls, rules, getattr(checks[0], "plan", None))
-            if len(self._plans) > 64:
-                self._plans.popitem(last=False)
         return Pipeline(checks), calls
 
 

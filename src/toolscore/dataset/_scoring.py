@@ -127,10 +127,6 @@ class Scorer:
         """Records without CI details read only the score's metrics, the counts and the
         findings of the built-in checks (the expected-calls check then skips the trajectory
         steps, and no full metrics are computed)."""
-        self._gold: list[ToolCall] | None = None
-        self._plan: Any = None
-        """The expected-calls check's plan of the last gold (the gold lookup gives the trials
-        of a task, read one after the other, the same list)."""
         self._tool_names = ToolNames(active_pii())
         """The tool names scanned for credentials by the part's traces so far (a trace's
         secrets check scans only the names new to the part; one looking for other kinds of
@@ -152,19 +148,15 @@ class Scorer:
         own = getattr(gold, "rules", None)
         rules = self.rules if own is None else combine(own, self.rules)
         light = self.light if own is None else self._light(rules)
-        plan = self._plan if gold is self._gold else None
         checks = builtin_checks(
             gold,
             rules,
             strict=self.strict,
             keep_details=False,
-            plan=plan,
             score_only=light,
             tool_names=self._tool_names,
             weights=self.weights,
         )
-        if plan is None:
-            self._gold, self._plan = gold, getattr(checks[0], "plan", None)
         pipeline = Pipeline(checks)
         tools: Counter[str] = Counter()
         if (

@@ -31,7 +31,7 @@ import orjson
 
 from ..calls import ToolCall
 from ..errors import GoldFileError, RuleFileError, UsageError
-from ..gold import Gold, gold_from_dicts, read_gold_file
+from ..gold import Gold, gold_from_dicts, gold_of_json, read_gold_file
 from ..hardrules.spec import gold_rule_spec, ruleset_from_json
 from .inputs import is_url, list_inputs, open_fs, open_input
 from .shape import keyed_gold_key
@@ -242,8 +242,6 @@ class GoldLookup:
         self._one: list[ToolCall] | None = None
         self._conn: sqlite3.Connection | None = None
         self._from_dicts = gold_from_dicts
-        self._last_body: Any = None
-        self._last_calls: list[ToolCall] | None = None
         self._default: list[ToolCall] | None = None
         self._bodies: dict[str, bytes] | None = None
         self._load = read_gold_file
@@ -297,12 +295,8 @@ class GoldLookup:
                 body = None if row is None else row[0]
             if body is None:
                 return None
-            if body is not self._last_body and body != self._last_body:
-                # the trials of a task usually follow each other and share their gold: it is
-                # read once for them (the checks only read the gold calls)
-                self._last_calls = self._entry(orjson.loads(body), trace_id)
-                self._last_body = body
-            return self._last_calls
+            # the trials of a task share their gold: one list, read once
+            return gold_of_json(body, lambda: self._entry(orjson.loads(body), trace_id))
         if self.spec.kind == "dir":
             spec = self.spec
             for candidate in (trace_id, name):

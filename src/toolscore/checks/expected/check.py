@@ -22,6 +22,7 @@ from .approx import ApproxRecorder
 from .gold_order import neg_weight
 from .metrics import extra_metrics
 from .pairing import NO_ARGS, Candidate, arg_count, call_weights
+from .plans import plan_for
 from .sequence import IdLog, distance_tracker
 from .state import ExpectedPlan, ExpectedState, StatsAdder, step_detail
 
@@ -48,19 +49,14 @@ class ExpectedCheck(BaseCheck):
         arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
         exact_pairing_max: int | None = None,
         approx_candidates: int | None = None,
-        plan: ExpectedPlan | None = None,
         trajectory: bool = True,
         free: Sequence[str] = (),
         failures: FailureRules = DEFAULT_FAILURES,
     ) -> None:
         self._failures = failures
         """What counts as a failed call (required-call recall counts successful ones)."""
-        self.plan = (
-            plan
-            if plan is not None
-            else ExpectedPlan(
-                list(gold), strict, keep_details, exact_pairing_max, approx_candidates
-            )
+        self.plan: ExpectedPlan = plan_for(
+            gold, strict, keep_details, exact_pairing_max, approx_candidates
         )
         self._arg_view = arg_view
         """How the argument pairing sees a tool's calls' arguments (argument modes that a
@@ -320,7 +316,6 @@ def expected_check(
     arg_view: Callable[[str, list[Any]], list[Any]] | None = None,
     exact_pairing_max: int | None = None,
     approx_candidates: int | None = None,
-    plan: ExpectedPlan | None = None,
     trajectory: bool = True,
     free: Sequence[str] = (),
     failures: FailureRules = DEFAULT_FAILURES,
@@ -340,8 +335,6 @@ def expected_check(
             ``argument_metrics["pairing"]``.
         approx_candidates: past that, the candidates kept per gold call (default
             :data:`toolscore.limits.APPROX_PAIRING_CANDIDATES`).
-        plan: the :attr:`ExpectedCheck.plan` of an earlier check of the same gold and options
-            (immutable; shared by the trials of a task in a dataset run), instead of a new one.
         trajectory: compare the first calls with the gold's step by step; ``False`` when only
             :meth:`~.state.ExpectedState.score_metrics` is read (a dataset's records).
         free: globs of the tools the gold does not judge: their calls are left out of every
@@ -355,7 +348,6 @@ def expected_check(
         arg_view=arg_view,
         exact_pairing_max=exact_pairing_max,
         approx_candidates=approx_candidates,
-        plan=plan,
         trajectory=trajectory,
         free=free,
         failures=failures,

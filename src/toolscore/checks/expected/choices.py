@@ -105,7 +105,6 @@ def expected_for(
     *,
     strict: bool,
     keep_details: bool,
-    plan: Any,
     score_only: bool,
     weights: Mapping[str, float] | None,
     trajectory: bool = True,
@@ -113,10 +112,10 @@ def expected_for(
     """The expected-calls check of ``gold`` under ``rules`` (argument modes opted into the
     score, free tools, what counts as a failed call): an
     :class:`~.check.ExpectedCheck`, or a :class:`ChoicesCheck` when the gold lists
-    alternative calls (``plan`` is then not reused). See
+    alternative calls. See
     :func:`toolscore.api.builtin_checks` for the options."""
 
-    def one(gold: list[ToolCall], plan: Any) -> ExpectedCheck:
+    def one(gold: list[ToolCall]) -> ExpectedCheck:
         scored, view = gold, None
         if rules is not None and rules.arguments is not None and rules.arguments.score:
             # here: the hard rules' modules stay out of a plain evaluation's start-up
@@ -128,7 +127,6 @@ def expected_for(
             strict=strict,
             keep_details=keep_details,
             arg_view=view,
-            plan=plan if view is None else None,
             trajectory=trajectory and not score_only,
             free=() if rules is None else rules.free,
             failures=failures_of(rules),
@@ -136,5 +134,5 @@ def expected_for(
 
     choices = gold_choices(gold)
     if choices is None:
-        return one(gold, plan)
-    return ChoicesCheck([one(g, None) for g in choices], weights)
+        return one(gold)
+    return ChoicesCheck([one(g) for g in choices], weights)

@@ -1,0 +1,70 @@
+"""One gold, one plan: the gold content cache and the expected-calls plan cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolscore import evaluate
+from toolscore.calls import ToolCall
+from toolscore.checks.expected.check import expected_check
+from toolscore.checks.expected.plans import plan_for
+from toolscore.gold import gold_from_dicts
+from toolscore.matchers import ANY
+
+GOLD: list[dict[str, Any]] = [
+    {"tool": "search", "args": {"q": "paris", "limit": 3}},
+    {"tool": "book", "args": {"id": 7}},
+]
+
+
+def test_same_content_is_one_gold_and_one_plan() -> None:
+    first = gold_from_dicts([dict(g) for g in GOLD])
+    again = gold_from_dicts([dict(g) for g in GOLD])
+    assert first is again
+    assert plan_for(first, False, False) is plan_for(again, False, False)
+    assert plan_for(first, True, False) is not plan_for(first, False, False)
+    assert expected_check(first).plan is expected_check(again).plan
+
+
+def test_the_cached_gold_is_a_copy_of_the_callers_data() -> None:
+    args: dict[str, str] = {"city": "oslo"}
+    mine = [{"tool": "lookup", "args": args}]
+    before = evaluate(mine, [{"tool": "lookup", "args": {"city": "oslo"}}])
+    assert before.score == pytest.approx(1.0)
+    args["city"] = "rome"  # changed after the call: the next call sees the change
+    after = evaluate(mine, [{"tool": "lookup", "args": {"city": "oslo"}}])
+    assert after.score < 0.9
+    args["city"] = "oslo"
+    assert evaluate(mine, [{"tool": "lookup", "args": {"city": "oslo"}}]).score == pytest.approx(
+        1.0
+    )
+
+
+def test_data_that_is_not_plain_json_is_read_each_time() -> None:
+    with_tuple = [{"tool": "t", "args": {"xs": (1, 2)}}]
+    assert gold_from_dicts(with_tuple) is not gold_from_dicts(with_tuple)
+    with_matcher = [{"tool": "t", "args": {"x": ANY}}]
+    assert gold_from_dicts(with_matcher) is not gold_from_dicts(with_matcher)
+    nan = [{"tool": "t", "args": {"x": float("nan")}}]
+    assert gold_from_dicts(nan) is not gold_from_dicts(nan)
+    # a tuple stays a tuple, as before the cache: not equal to the trace's list
+    as_tuple = evaluate(with_tuple, [{"tool": "t", "args": {"xs": [1, 2]}}])
+    assert as_tuple.score == pytest.approx(0.7)
+    as_list = evaluate(
+        [{"tool": "t", "args": {"xs": [1, 2]}}], [{"tool": "t", "args": {"xs": [1, 2]}}]
+    )
+    assert as_list.score == pytest.approx(1.0)
+
+
+def test_a_list_changed_since_its_plan_is_planned_again() -> None:
+    gold = [ToolCall(tool="a", args={}), ToolCall(tool="b", args={})]
+    plan = plan_for(gold, False, False)
+    assert plan_for(gold, False, False) is plan
+    gold.append(ToolCall(tool="c", args={}))
+    replanned = plan_for(gold, False, False)
+    assert replanned is not plan
+    assert [g.tool for g in replanned.gold] == ["a", "b", "c"]
+    gold[0] = ToolCall(tool="z", args={})
+    assert [g.tool for g in plan_for(gold, False, False).gold] == ["z", "b", "c"]
