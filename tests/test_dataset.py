@@ -30,6 +30,7 @@ from toolscore.dataset import (
     pass_hat_k,
 )
 from toolscore.dataset.aggregate import ScoreSpill
+from toolscore.dataset.worker import PROGRESS_EVERY
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -1262,3 +1263,24 @@ def test_a_cut_after_a_line_without_an_id(tmp_path: Path) -> None:
     for part_bytes in (cut_at - 2, cut_at, cut_at + 3):
         cut = evaluate_dataset(str(gold), str(traces), engine="inline", part_bytes=part_bytes)
         assert records(cut) == want, part_bytes
+
+
+def test_the_progress_counts_traces_as_they_finish_in_one_process(
+    generated: tuple[Path, Path],
+) -> None:
+    # one part, run in this process: the count moves while the part runs, not only at its end
+    gold, traces = generated
+    counts: list[tuple[int, int]] = []
+
+    def seen(records: int, _: int | None, done: int, __: int) -> None:
+        counts.append((records, done))
+
+    result = evaluate_dataset(str(gold), str(traces), engine="inline", on_progress=seen)
+    total = result.summary()["traces"]
+    during = [n for n, done in counts if done == 0]
+    assert total > PROGRESS_EVERY
+    assert during[: total // PROGRESS_EVERY] == [
+        PROGRESS_EVERY * (i + 1) for i in range(total // PROGRESS_EVERY)
+    ]
+    assert counts[-1][0] >= total - 1 and counts[-1][1] > 0
+    result.close()

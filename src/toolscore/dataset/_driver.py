@@ -23,7 +23,15 @@ from .inputs import Part, gather_parts, remove_location
 from .records import TraceRecord
 from .regroup import Regroup
 from .tally import MAX_LISTED, Tally
-from .worker import GOLD_ERRORS, Config, PartResult, evaluate_absent, range_lines, run_part
+from .worker import (
+    GOLD_ERRORS,
+    Config,
+    PartResult,
+    evaluate_absent,
+    range_lines,
+    records_progress,
+    run_part,
+)
 
 
 def _gold_or_none(lookup: Any, gold_id: str) -> list[Any] | None:
@@ -225,8 +233,18 @@ def _drive(
                 mark_duplicates(batch)
                 take(batch)
         done_bytes += outcome.bytes_read + share.pop(part.index, 0)
+        running[0] = 0
         if on_progress is not None:
             held = tally.count + regroup.held
+            on_progress(held, spec.count or None, done_bytes, total_bytes)
+
+    running = [0]
+    """Records made so far by the part running in this process (not yet handed over)."""
+
+    def in_process(records: int) -> None:
+        running[0] += records
+        if on_progress is not None:
+            held = tally.count + regroup.held + running[0]
             on_progress(held, spec.count or None, done_bytes, total_bytes)
 
     effective = "dask" if (client is not None or scheduler is not None) else engine
@@ -245,8 +263,9 @@ def _drive(
         preload=("toolscore.dataset.worker", "toolscore.api"),
     )
     try:
-        for outcome in run(list(parts)):
-            handle(outcome)
+        with records_progress(in_process if on_progress is not None else None):
+            for outcome in run(list(parts)):
+                handle(outcome)
         # then the parts that group the scattered lines of each file whose lines interleave
         # (a file whose scatter range was lost is grouped whole, by one worker, instead)
         grouping: list[Part] = []
@@ -274,8 +293,9 @@ def _drive(
                     share[g.index] = size * mine // framed
                 grouping += gathering
         parts.extend(grouping)
-        for outcome in run(grouping) if grouping else ():
-            handle(outcome)
+        with records_progress(in_process if on_progress is not None else None):
+            for outcome in run(grouping) if grouping else ():
+                handle(outcome)
         for ranges in scattered.values():
             for _, path, _, _ in ranges:
                 remove_location(path, cfg.storage_options)

@@ -16,7 +16,7 @@ import gc
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
@@ -109,6 +109,37 @@ SPOOL_RECORDS = 2_000
 """Records a part holds in memory before :class:`Records` writes them to its spool."""
 
 
+PROGRESS_EVERY = 64
+"""Records between two progress reports of a part run in the driver's process."""
+
+
+class _InProcess:
+    """The driver's count of the records a part run in its own process (the inline engine)
+    has made so far: the progress bar then counts traces as they finish, not parts."""
+
+    def __init__(self) -> None:
+        self.hook: Callable[[int], None] | None = None
+        self.pid = 0
+
+    def tell(self, records: int) -> None:
+        if self.hook is not None and os.getpid() == self.pid:  # (never a forked worker)
+            self.hook(records)
+
+
+_IN_PROCESS = _InProcess()
+
+
+@contextmanager
+def records_progress(hook: Callable[[int], None] | None) -> Iterator[None]:
+    """While inside, a part run in this process calls ``hook(n)`` each time it has made
+    ``n`` more records (every :data:`PROGRESS_EVERY`)."""
+    _IN_PROCESS.hook, _IN_PROCESS.pid = hook, os.getpid()
+    try:
+        yield
+    finally:
+        _IN_PROCESS.hook = None
+
+
 class Records:
     """A part's records as they are made (``append``; ``len`` counts them all). With
     ``directory`` (a local engine's work directory, which the driver reads too) and
@@ -132,6 +163,8 @@ class Records:
     def append(self, record: TraceRecord) -> None:
         self.held.append(record)
         self.count += 1
+        if not self.count % PROGRESS_EVERY:
+            _IN_PROCESS.tell(PROGRESS_EVERY)
         if record.trace_id:
             self.last_id = record.trace_id
         if self._spill and len(self.held) >= SPOOL_RECORDS:
