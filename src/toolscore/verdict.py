@@ -15,9 +15,9 @@ it, so ``violations`` and ``passed`` mean the same everywhere.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
 
 __all__ = [
     "DEFAULT_PASS",
@@ -237,30 +237,34 @@ class PassCriterion:
         """The criterion applied to a verdict (or a record with the same fields)."""
         if judged.score is None:
             return None
-        return not self.reasons(judged)
+        return next(self._broken(judged), None) is None
 
     def reasons(self, judged: Judged) -> list[str]:
         """Why ``judged`` fails the criterion, one phrase per broken condition."""
-        out: list[str] = []
-        score = judged.score
-        if score is None:
+        if judged.score is None:
             return ["no score"]
+        return list(self._broken(judged))
+
+    def _broken(self, judged: Judged) -> Iterator[str]:
+        """The broken conditions of a scored ``judged``, each phrased when asked for."""
+        score = cast(float, judged.score)
         if self.min_score is not None and not passes(score, self.min_score):
             if isinstance(self.min_score, str):
-                out.append(f"grade {letter_grade(score)} below {self.min_score}")
+                yield f"grade {letter_grade(score)} below {self.min_score}"
             else:
-                out.append(f"score {score:.3f} below {self.min_score:g}")
+                yield f"score {score:.3f} below {self.min_score:g}"
         recall = judged.required_call_recall
         if self.all_calls and recall is not None and recall < 1.0 - 1e-12:
-            out.append(f"required calls {recall:.0%} completed")
+            yield f"required calls {recall:.0%} completed"
         if self.no_violations:
             total = _violation_count(judged.violations, self.violation_kinds)
             if total:
-                out.append(f"{total} violation(s)")
+                yield f"{total} violation(s)"
         if self.match:
             matches = getattr(judged, "matches", None) or {}
-            out += [f"match {mode} failed" for mode in self.match if not matches.get(mode)]
-        return out
+            for mode in self.match:
+                if not matches.get(mode):
+                    yield f"match {mode} failed"
 
     def rules(self) -> Any:
         """The rules the criterion needs the checks to run (its match modes), or None."""
@@ -456,5 +460,8 @@ def judge(result: Evaluated, criterion: PassCriterion | None = None) -> Verdict:
         return Verdict(None, None, None, violations, None, criterion, matches)
     score = float(result.score)
     recall = result.required_call_recall
-    provisional = Verdict(score, letter_grade(score), recall, violations, None, criterion, matches)
-    return replace(provisional, passed=criterion.passes(provisional))
+    grade = letter_grade(score)
+    provisional = Verdict(score, grade, recall, violations, None, criterion, matches)
+    return Verdict(
+        score, grade, recall, violations, criterion.passes(provisional), criterion, matches
+    )

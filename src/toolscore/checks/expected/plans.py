@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from operator import is_
 
 from ... import limits
 from ...calls import ToolCall
@@ -69,7 +70,7 @@ def plan_for(
 
 def _same(kept: Sequence[ToolCall], gold: Sequence[ToolCall]) -> bool:
     """``gold`` still holds the calls it held when its plan was built."""
-    return len(kept) == len(gold) and all(a is b for a, b in zip(kept, gold, strict=True))
+    return len(kept) == len(gold) and all(map(is_, kept, gold))
 
 
 def _drop(key: int) -> None:
