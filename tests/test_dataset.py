@@ -7,6 +7,8 @@ import json
 import math
 import os
 import signal
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _cli import run_cli
+from _cli import cli_env, run_cli
 from _datasets import generate_dataset
 from toolscore import evaluate
 from toolscore._exact import ExactAdder
@@ -1284,3 +1286,24 @@ def test_the_progress_counts_traces_as_they_finish_in_one_process(
     ]
     assert counts[-1][0] >= total - 1 and counts[-1][1] > 0
     result.close()
+
+
+def test_a_pool_under_a_long_temporary_directory_starts(tmp_path: Path) -> None:
+    # a forkserver's socket lives under TMPDIR and must fit an AF_UNIX address: under a long
+    # TMPDIR the pool starts its workers otherwise ("AF_UNIX path too long" was exit 2)
+    traces, gold = tmp_path / "traces.jsonl", tmp_path / "gold.jsonl"
+    generate_dataset(traces, gold, 400, seed=5)
+    assert traces.stat().st_size > 600 * 1024  # more than one part for each of 2 workers
+    deep = tmp_path / ("t" * 90)
+    deep.mkdir()
+    out = tmp_path / "report.json"
+    env = {**cli_env(), "TMPDIR": str(deep)}
+    done = subprocess.run(
+        [sys.executable, "-m", "toolscore", "eval", str(gold), str(traces), "--workers", "2",
+         "-o", str(out)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["summary"]["traces"] == 400
+    assert report["summary"]["engine"] == "local"

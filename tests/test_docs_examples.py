@@ -4,7 +4,8 @@ drift from the code.
 A fenced block in ``sh`` or ``python`` runs unless ``<!-- doc-skip: reason -->`` stands before
 it (the reason becomes the skip's). ``<!-- doc-cwd: examples/X -->`` names the folder the
 page's following blocks run in: it is copied into a temporary directory the first time a page
-uses it, so outputs never land in the repository and a page's blocks see each other's files.
+uses it, so outputs never land in the repository and a page's blocks see each other's files
+(``../shared/corpus``: linked, not copied, and passed over where it is absent).
 A shell block runs line by line (a line ending in ``\\`` goes on); a line ending in
 ``# exits N`` must exit with N, every other line with 0. A plain ``toolscore ...`` or
 ``python -m pytest ...`` line (no pipe, redirection, variable or glob) runs in a child forked
@@ -211,11 +212,25 @@ def _run_pytest(block: Block, cwd: Path, server: ForkServer) -> None:
     assert status == 0, f"{block.where}: pytest failed\n{out[-4000:]}"
 
 
+SHARED = "../shared/"
+"""A ``doc-cwd`` under it names read-only inputs beside the repository (the corpus): its
+blocks run where it is present, in a folder of links to its files (never copies), and are
+passed over where it is absent."""
+
+
+def _absent(folder: str | None) -> bool:
+    return folder is not None and folder.startswith(SHARED) and not (ROOT / folder).is_dir()
+
+
 def _copy(folder: str | None, tmp: Path, copies: dict[str | None, Path]) -> Path:
     if folder not in copies:
-        target = tmp / (folder or "root").replace("/", "_")
+        target = tmp / (folder or "root").replace("/", "_").replace("..", "up")
         if folder is None:
             target.mkdir()
+        elif folder.startswith(SHARED):
+            target.mkdir()
+            for source in (ROOT / folder).iterdir():
+                (target / source.name).symlink_to(source)
         else:
             source = ROOT / folder
             assert source.is_dir(), f"doc-cwd names a folder that does not exist: {folder}"
@@ -245,7 +260,7 @@ def test_page_blocks_run(
     namespace: dict[str, object] = {"__name__": "__main__"}
     ran = 0
     for block in _runnable(page):
-        if block.skip is not None:
+        if block.skip is not None or _absent(block.cwd):
             continue
         cwd = _copy(block.cwd, tmp_path, copies)
         if block.runner == "pytest":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import tempfile
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -111,10 +112,18 @@ def _forked(part: Any) -> Any:
     return run(part, cfg)
 
 
+SOCKET_DIR_MAX = 60
+"""The longest temporary directory a forkserver's socket fits under: its path
+(``TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX``) must fit an AF_UNIX address (108 bytes on Linux,
+104 on macOS). Under a longer one the pool starts its workers by ``spawn`` (pipes only)."""
+
+
 def _context(engine: str, preload: tuple[str, ...]) -> Any:
     if engine == "fork":
         return multiprocessing.get_context("fork")
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    if method == "forkserver" and len(tempfile.gettempdir()) > SOCKET_DIR_MAX:
+        method = "spawn"
     ctx = multiprocessing.get_context(method)
     if method == "forkserver" and preload:
         ctx.set_forkserver_preload(list(preload))
