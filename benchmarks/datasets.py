@@ -1,6 +1,6 @@
 """Dataset benchmark: Toolscore 1.10 measured beside this package, on many small traces.
 
-    python benchmarks/datasets.py [--cases 5:20000,30:20000,300:400,tau:100] [--rounds 3]
+    python benchmarks/datasets.py [--cases 5:20000,30:20000,300:1000,tau:100] [--rounds 3]
         [--venv110 PATH] [--profile-traces 2000] [--dir DIR]
 
 For each case it writes a keyed gold and a JSON Lines dataset into a temporary directory:
@@ -144,7 +144,8 @@ def replicate(corpus: Path, copies: int, traces_path: Path, gold_path: Path) -> 
     traces_file, gold_file = (corpus / name for name in TAU)
     with gold_file.open("rb") as f:
         gold = {entry["trace_id"]: entry for entry in map(json.loads, filter(bytes.strip, f))}
-    calls = [json.loads(line) for line in traces_file.open("rb") if line.strip()]
+    with traces_file.open("rb") as f:
+        calls = [json.loads(line) for line in f if line.strip()]
     ids = list(dict.fromkeys(call["trace_id"] for call in calls if call["trace_id"] in gold))
     with (
         traces_path.open("w", encoding="utf-8") as out,
@@ -506,7 +507,7 @@ def compare(args: argparse.Namespace, base: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", default="5:20000,30:20000,300:400,tau:100")
+    parser.add_argument("--cases", default="5:20000,30:20000,300:1000,tau:100")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--venv110", default=None, help="a Toolscore 1.10 environment or python")
     parser.add_argument("--profile-traces", type=int, default=2000, help="0: no profile")
