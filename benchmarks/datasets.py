@@ -10,7 +10,7 @@ failed calls, some retries), ``tau:COPIES`` the shared tau-bench corpus
 absent) replicated COPIES times with distinct trace ids. Then, in rounds (``--rounds``, at
 least 3 for figures), it runs in turn, each in a fresh process:
 
-* Toolscore 1.10's best loop (``_loop.py``): orjson read of the gold and the traces, lines
+* Toolscore 1.10's best loop (``evaluate_loop.py``): orjson read of the gold and the traces, lines
   grouped by trace id, ``gc.freeze()``, 1.10's ``evaluate(expected, actual)`` per trace, in one
   process, and the same split over two (a fork after the freeze, half the traces each);
 * this package's ``toolscore.evaluate()`` in the same loop, one process;
@@ -60,7 +60,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import _vs110  # noqa: E402
+import vs110  # noqa: E402
 
 TOOLS = (
     "search_flights",
@@ -410,7 +410,7 @@ def _label(case: str) -> str:
 
 
 def _show(label: str) -> Any:
-    def show(round_: int, system: _vs110.System, run: _vs110.Run) -> None:
+    def show(round_: int, system: vs110.System, run: vs110.Run) -> None:
         load = "-" if run.load is None else f"{run.load:.2f}"
         print(
             f"| {label} | {round_} | {system.label} | {run.wall:.2f} | {run.process:.2f} | "
@@ -421,7 +421,7 @@ def _show(label: str) -> Any:
     return show
 
 
-def summarize(label: str, chosen: list[_vs110.System], timings: _vs110.Timings) -> None:
+def summarize(label: str, chosen: list[vs110.System], timings: vs110.Timings) -> None:
     """Each system's median wall and traces/s, and its multiple of 1.10's one-process loop."""
     base = timings.median_wall("110")
     print(f"\n{label}: medians of {len(timings.runs['110'])} rounds")
@@ -438,24 +438,24 @@ def summarize(label: str, chosen: list[_vs110.System], timings: _vs110.Timings) 
         )
 
 
-def report_scores(label: str, chosen: list[_vs110.System], workdir: Path, traces: Path) -> None:
+def report_scores(label: str, chosen: list[vs110.System], workdir: Path, traces: Path) -> None:
     """Every system's scores against 1.10's one-process loop's, trace by trace."""
-    reference = _vs110.read_scores(workdir / "scores-110.jsonl")
+    reference = vs110.read_scores(workdir / "scores-110.jsonl")
     heavy: set[str] | None = None
 
     def greedy() -> set[str]:
         nonlocal heavy
         if heavy is None:
-            heavy = _vs110.greedy_traces(traces)
+            heavy = vs110.greedy_traces(traces)
         return heavy
 
     for system in chosen[1:]:
-        other = _vs110.read_scores(workdir / f"scores-{system.key}.jsonl")
-        c = _vs110.compare_scores(reference, other, greedy)
+        other = vs110.read_scores(workdir / f"scores-{system.key}.jsonl")
+        c = vs110.compare_scores(reference, other, greedy)
         print(
             f"{label}: {system.label} against 1.10's loop: {c.equal:,} of {c.total:,} scores "
             f"equal; {len(c.greedy):,} differ where a tool has more than "
-            f"{_vs110.GREEDY_ABOVE} calls (1.10 pairs greedily), {len(c.other):,} otherwise"
+            f"{vs110.GREEDY_ABOVE} calls (1.10 pairs greedily), {len(c.other):,} otherwise"
         )
         for trace_id, theirs, ours in c.other[:5] or c.greedy[:3]:
             print(f"    {trace_id}: 1.10 {theirs!r}, {system.label} {ours!r}")
@@ -474,18 +474,18 @@ def profile_table(python: str, base: Path, count: int, seed: int) -> None:
             ("our evaluate()", sys.executable, "evaluate"),
             ("our dataset path (inline, 1 worker)", sys.executable, "dataset"),
         ):
-            f = _vs110.profile(interpreter, gold, traces, mode)
+            f = vs110.profile(interpreter, gold, traces, mode)
             print(f"| {calls} | {what} | {f['calls']:,.0f} | {f['us']:,.0f} |", flush=True)
 
 
 def compare(args: argparse.Namespace, base: Path) -> None:
     """Toolscore 1.10 and this package, round-robin over the systems, case by case."""
-    python = _vs110.python110(args.venv110)
-    chosen = _vs110.systems(python)
+    python = vs110.python110(args.venv110)
+    chosen = vs110.systems(python)
     print(f"# Toolscore 1.10: {python}; this package: {sys.executable}; {os.cpu_count()} CPUs")
     print("| case | round | system | wall s | process s | CPU s | traces/s | load 1m |")
     print("|---|---|---|---|---|---|---|---|")
-    done: list[tuple[str, _vs110.Timings, Path, Path]] = []
+    done: list[tuple[str, vs110.Timings, Path, Path]] = []
     for case in args.cases.split(","):
         prepared = prepare(case, base, args.seed, Path(args.corpus))
         if prepared is None:
@@ -494,7 +494,7 @@ def compare(args: argparse.Namespace, base: Path) -> None:
         workdir = base / case.replace(":", "-")
         workdir.mkdir(exist_ok=True)
         label = _label(case)
-        timings = _vs110.time_round_robin(
+        timings = vs110.time_round_robin(
             chosen, gold, traces, workdir, count, args.rounds, _show(label)
         )
         done.append((label, timings, workdir, traces))

@@ -19,7 +19,7 @@ from _bench import REPO, load_benchmark
 from toolscore.dataset import evaluate_dataset
 
 bench = load_benchmark("datasets")
-vs110 = bench._vs110
+vs110 = load_benchmark("vs110")
 CORPUS = REPO.parent / "shared" / "corpus"
 
 

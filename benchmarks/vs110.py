@@ -1,6 +1,6 @@
 """Toolscore 1.10 measured beside this package (the comparison of ``datasets.py``).
 
-Its environment, the systems timed in turn (the ``evaluate()`` loops of ``_loop.py`` and the
+Its environment, the systems timed in turn (the ``evaluate()`` loops of ``evaluate_loop.py`` and the
 real ``toolscore eval``), the trace-by-trace comparison of their scores, and the profile
 figures per trace. ``datasets.py`` prepares the files and prints what this returns.
 """
@@ -23,7 +23,7 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-LOOP = HERE / "_loop.py"
+LOOP = HERE / "evaluate_loop.py"
 VERSION = "1.10.0"
 """The Toolscore release measured (PyPI: ``tool-scorer``)."""
 DEFAULT_VENV = REPO / ".venv110"
