@@ -1,43 +1,47 @@
-"""Dataset benchmark: many traces, each against its own gold, on 1 or 2 workers and on Dask.
+"""Dataset benchmark: Toolscore 1.10 measured beside this package, on many small traces.
 
-    python benchmarks/datasets.py --traces 10000,100000 [--dask] [--loop] [--workers 1,2]
-        [--shapes contiguous,gzip,interleaved]
+    python benchmarks/datasets.py [--cases 5:20000,30:20000,300:1000,tau:100] [--rounds 3]
+        [--venv110 PATH] [--profile-traces 2000] [--dir DIR]
 
-Generates (from ``--seed``) a JSON Lines file of traces (10-50 calls each, 4 trials a task,
-5% failed calls, some retries) keyed by ``trace_id`` and a JSON Lines gold keyed the same
-way, then times, each in a fresh process (so peak RSS is that run's):
+For each case it writes a keyed gold and a JSON Lines dataset into a temporary directory:
+``N:COUNT`` is COUNT generated traces (seeded) of exactly N calls each (4 trials a task, 5%
+failed calls, some retries), ``tau:COPIES`` the shared tau-bench corpus
+(``../shared/corpus`` beside the repository, read in place; skipped with a message when
+absent) replicated COPIES times with distinct trace ids. Then, in rounds (``--rounds``, at
+least 3 for figures), it runs in turn, each in a fresh process:
 
-* ``toolscore eval GOLD TRACES -o ... --workers N`` (the process pool) for each N;
-* the same on a Dask ``LocalCluster`` of N worker processes (``--dask``);
-* ``--elsewhere``: the same on a Dask cluster whose N workers cannot see this machine's
-  temporary directory, as workers on other machines (a scheduler and ``dask worker``
-  processes on 127.0.0.1, each worker in a mount namespace of its own where a tmpfs covers
-  the run's work directory; Linux, as root). The run then sends a compressed file's ranges
-  and an interleaved file's partitions to the workers with their bytes;
-* ``--loop``: the baseline a user has without datasets: read the file, group the lines by
-  trace id, and call ``toolscore.evaluate()`` on each trace in one process;
-* ``--loop-python PYTHON`` (with ``--loop``): the same loop, in the same run, under another
-  interpreter (another build's virtual environment, e.g. ``/work/before/.venv/bin/python``),
-  for a baseline that is not this checkout.
+* Toolscore 1.10's best loop (``evaluate_loop.py``): orjson read of the gold and the traces, lines
+  grouped by trace id, ``gc.freeze()``, 1.10's ``evaluate(expected, actual)`` per trace, in one
+  process, and the same split over two (a fork after the freeze, half the traces each);
+* this package's ``toolscore.evaluate()`` in the same loop, one process;
+* ``toolscore eval GOLD TRACES -o OUT.json --per-trace PT.jsonl`` with ``--workers 1`` and
+  ``--workers 2`` (the real command, start-up included).
 
-With ``--shapes`` the same traces are also timed as other files: ``gzip`` (the file gzipped,
-level 1) and ``interleaved`` (the lines of each 64 consecutive traces taken in turn, as the
-concurrent sessions of a production log interleave). Their records and aggregates are the
-contiguous file's; MB/s counts the uncompressed bytes.
+Each run's line shows its wall time (a loop's own: read to last score, imports excluded; the
+command's: the process's), CPU seconds (the process and all below it) and the 1-minute load
+average when it started. Then per case: each system's median wall and traces/s, its multiple
+of 1.10's one-process loop, and the scores compared trace by trace with that loop's (equal
+within 1e-9; differences where some tool has more than 12 calls in the trace, where 1.10
+pairs greedily, counted apart from the others). Last, per-trace cost from a profile (5 and 30
+calls, ``--profile-traces`` traces): function calls (cProfile) and µs of CPU (unprofiled) of
+1.10's ``evaluate()``, ours, and our dataset path (``evaluate_dataset(..., engine="local",
+workers=1)``, inline).
 
-It prints traces/s, MB/s, wall seconds, CPU seconds (the run's own, plus every process below
-it: the pool's or Dask's workers, polled every 0.1 s, so the last tenth of a second of a
-worker may be missed) and traces per CPU second (on a shared machine, where wall times swing
-with the load, the steadier figure), and peak RSS (the driver's ``ru_maxrss``, and the
-largest ``VmHWM`` of any process below it) for each. Not a test: run it by hand on a quiet
-machine.
+Toolscore 1.10 is ``tool-scorer==1.10.0`` from PyPI, in its own environment (it installs the
+module ``toolscore`` too): ``--venv110 PATH`` (an environment or its python), else
+``TOOLSCORE_110_PYTHON``, else ``.venv110`` in the repository, made with it and orjson when
+absent.
 
-Toolscore 1.10 is not installable here. The issue measured, on tau-bench's traces of 6.4 calls
-on average, Toolscore 1.10's ``evaluate()`` loop at ~810 traces/s and this package's
-``evaluate()`` at ~680 at the time it was filed (commit c115bff). With ``--loop-python`` pointing
-at that build, its loop times 810/680 is printed as the 1.10 proxy, and each run's wall-clock
-multiple of it (the issue's target: 4x on 2 workers at 100k traces) and its multiple per CPU
-second (steadier on a shared machine, where wall times swing with the load).
+``--engines`` times the dataset engines instead, as before: ``--traces 10000,100000`` (10-50
+calls a trace), ``toolscore.dataset.evaluate_dataset`` on the process pool, ``--dask`` (a
+``LocalCluster``) and ``--elsewhere`` (a Dask cluster whose workers cannot see this machine's
+temporary directory: a scheduler and ``dask worker`` processes on 127.0.0.1, each in a mount
+namespace where a tmpfs covers the run's work directory; Linux, as root), with ``--workers``
+and ``--shapes contiguous,gzip,interleaved`` (the file gzipped, level 1, or the lines of each
+64 consecutive traces in turn). It prints traces/s, MB/s, wall and CPU seconds, and peak RSS
+(the driver's ``ru_maxrss``, the largest ``VmHWM`` below it, polled every 0.1 s).
+
+Not a test: run it by hand on a quiet machine.
 """
 
 from __future__ import annotations
@@ -53,6 +57,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import vs110  # noqa: E402
+
 TOOLS = (
     "search_flights",
     "get_user",
@@ -63,6 +72,9 @@ TOOLS = (
     "calculate",
     "send_email",
 )
+CORPUS = HERE.parent.parent / "shared" / "corpus"
+"""The shared corpus, beside the repository (read in place, never copied into it)."""
+TAU = ("tau-bench-airline.jsonl", "tau-bench-airline.gold.jsonl")
 
 
 def _args(rng: random.Random, tool: str) -> dict[str, Any]:
@@ -83,8 +95,9 @@ def generate(
     min_calls: int = 10,
     max_calls: int = 50,
 ) -> int:
-    """Write ``traces`` traces (ids ``model/taskNNNNNN/trialK``) and their gold; returns the
-    number of calls written."""
+    """Write ``traces`` traces (ids ``model-a/taskNNNNNN/trialK``) and their gold; returns the
+    number of calls written. A trace has ``min_calls`` to ``max_calls`` lines (a retry of a
+    failed call is one of them), so ``min_calls == max_calls`` gives exact counts."""
     rng = random.Random(seed)
     calls_written = 0
     tasks = (traces + trials - 1) // trials
@@ -102,24 +115,51 @@ def generate(
                 trace_id = f"model-a/task{task:06d}/trial{trial}"
                 gold.write(json.dumps({"trace_id": trace_id, "expected": expected}) + "\n")
                 n = rng.randrange(min_calls, max_calls + 1)
-                lines = []
-                for i in range(n):
-                    if i < len(expected) and rng.random() < 0.8:
-                        call = dict(expected[i])
+                lines: list[str] = []
+                step = 0
+                while len(lines) < n:
+                    if step < len(expected) and rng.random() < 0.8:
+                        call = dict(expected[step])
                     else:
                         tool = rng.choice(TOOLS)
                         call = {"tool": tool, "args": _args(rng, tool)}
                     failed = rng.random() < 0.05
-                    record = {"trace_id": trace_id, "index": i, **call}
+                    record = {"trace_id": trace_id, "index": len(lines), **call}
                     record["result"] = "Error: timeout" if failed else "ok"
                     record["is_error"] = failed
                     lines.append(json.dumps(record))
-                    if failed and rng.random() < 0.5:
-                        lines.append(json.dumps({**record, "is_error": False, "result": "ok"}))
+                    if failed and len(lines) < n and rng.random() < 0.5:
+                        retry = {**record, "index": len(lines), "is_error": False, "result": "ok"}
+                        lines.append(json.dumps(retry))
+                    step += 1
                 out.write("\n".join(lines) + "\n")
                 calls_written += len(lines)
                 written += 1
     return calls_written
+
+
+def replicate(corpus: Path, copies: int, traces_path: Path, gold_path: Path) -> int:
+    """The tau-bench corpus ``copies`` times (ids ``copyNNN/<id>``), with the gold of its
+    traces; returns the number of traces written. The corpus is only read."""
+    traces_file, gold_file = (corpus / name for name in TAU)
+    with gold_file.open("rb") as f:
+        gold = {entry["trace_id"]: entry for entry in map(json.loads, filter(bytes.strip, f))}
+    with traces_file.open("rb") as f:
+        calls = [json.loads(line) for line in f if line.strip()]
+    ids = list(dict.fromkeys(call["trace_id"] for call in calls if call["trace_id"] in gold))
+    with (
+        traces_path.open("w", encoding="utf-8") as out,
+        gold_path.open("w", encoding="utf-8") as gout,
+    ):
+        for k in range(copies):
+            for trace_id in ids:
+                gout.write(json.dumps({**gold[trace_id], "trace_id": f"copy{k:03d}/{trace_id}"}))
+                gout.write("\n")
+            for call in calls:
+                if call["trace_id"] in gold:
+                    out.write(json.dumps({**call, "trace_id": f"copy{k:03d}/{call['trace_id']}"}))
+                    out.write("\n")
+    return len(ids) * copies
 
 
 INTERLEAVE = 64
@@ -269,49 +309,6 @@ if __name__ == "__main__":
     main()
 """
 
-_LOOP = r"""
-import json, resource, sys, time
-from collections import defaultdict
-import orjson
-def main():
-    gold_path, traces = sys.argv[1], sys.argv[2]
-    if len(sys.argv) > 3:  # the timing model of Toolscore 1.10 (benchmarks/toolscore110.py)
-        sys.path.insert(0, sys.argv[3])
-        from toolscore110 import evaluate
-    else:
-        from toolscore import evaluate
-    t = time.perf_counter()
-    gold = {}
-    with open(gold_path, "rb") as f:
-        for line in f:
-            d = orjson.loads(line)
-            gold[d["trace_id"]] = d["expected"]
-    groups = defaultdict(list)
-    with open(traces, "rb") as f:
-        for line in f:
-            d = orjson.loads(line)
-            groups[d["trace_id"]].append(d)
-    total = 0.0
-    n = 0
-    for trace_id, calls in groups.items():
-        total += evaluate(gold[trace_id], calls).score
-        n += 1
-    wall = time.perf_counter() - t
-    print(json.dumps({"wall": wall, "traces": n, "mean": total / n,
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                      "cpu": sum(resource.getrusage(resource.RUSAGE_SELF)[:2])}))
-if __name__ == "__main__":
-    main()
-"""
-
-
-LOOPS = ("loop", "before", "model")
-"""The ``evaluate()`` loops (baselines, not dataset runs)."""
-ISSUE_110_RATE = 810.0
-"""Toolscore 1.10's ``evaluate()`` loop on tau-bench, traces/s (issue 12)."""
-ISSUE_BEFORE_RATE = 680.0
-"""This package's ``evaluate()`` loop then (commit c115bff), same traces, traces/s."""
-
 
 QUIET_IDLE = 0.9
 """The share of the CPUs' time idle over half a second that counts as a quiet machine."""
@@ -329,7 +326,7 @@ def _cpu_times() -> tuple[int, int]:
 def _quiet() -> None:
     """Wait until the machine is quiet: a LocalCluster's worker processes go on exiting
     after the run that started them has returned, and a run timed meanwhile shares the CPUs
-    with them (the first evaluate() loop after a Dask run took 6-9 s longer at 100k)."""
+    with them."""
     if not os.path.exists("/proc/stat"):
         time.sleep(1.0)
         return
@@ -342,13 +339,13 @@ def _quiet() -> None:
             return
 
 
-def _run(code: str, *args: str, python: str | None = None) -> dict[str, Any]:
+def _run(code: str, *args: str) -> dict[str, Any]:
     _quiet()
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(code)
     try:
         done = subprocess.run(
-            [python or sys.executable, f.name, *args], capture_output=True, text=True, check=True
+            [sys.executable, f.name, *args], capture_output=True, text=True, check=True
         )
     finally:
         os.unlink(f.name)
@@ -356,79 +353,8 @@ def _run(code: str, *args: str, python: str | None = None) -> dict[str, Any]:
     return result
 
 
-def _print_proxy(count: int, results: dict[str, dict[str, Any]]) -> None:
-    """The 1.10 proxy (the before build's loop x 810/680) and each run's multiple of it."""
-    before = results["before"]
-    scale = ISSUE_110_RATE / ISSUE_BEFORE_RATE
-    proxy_wall = before["traces"] / before["wall"] * scale
-    proxy_cpu = before["traces"] / before["cpu"] * scale
-    print(
-        f"<!-- {count:,} traces: Toolscore 1.10 proxy (before loop x {ISSUE_110_RATE:.0f}/"
-        f"{ISSUE_BEFORE_RATE:.0f}): {proxy_wall:,.0f} traces/s, {proxy_cpu:,.0f} traces/CPU s "
-        f"(the before loop's mean score: {before['mean']:.9f}) -->"
-    )
-    _print_multiples(count, results, "1.10 proxy", proxy_wall, proxy_cpu)
-
-
-def _print_model(count: int, results: dict[str, dict[str, Any]]) -> None:
-    """Each run's multiple of the 1.10 timing model's loop (a second estimate of the issue's
-    baseline, from the reference's algorithms rather than from c115bff's speed)."""
-    model = results["model"]
-    wall = model["traces"] / model["wall"]
-    cpu = model["traces"] / model["cpu"]
-    print(
-        f"<!-- {count:,} traces: Toolscore 1.10 model's loop: {wall:,.0f} traces/s, "
-        f"{cpu:,.0f} traces/CPU s (its mean score: {model['mean']:.9f}) -->"
-    )
-    _print_multiples(count, results, "1.10 model's loop", wall, cpu)
-
-
-def _print_multiples(
-    count: int, results: dict[str, dict[str, Any]], what: str, wall: float, cpu: float
-) -> None:
-    """Each dataset run's multiple of a baseline's rates (traces/s, traces per CPU second)."""
-    for name, r in results.items():
-        if name in LOOPS:
-            continue
-        print(
-            f"<!-- {count:,} traces: {name}: {r['traces'] / r['wall'] / wall:.2f}x the {what} "
-            f"(wall), {r['traces'] / r['cpu'] / cpu:.2f}x (per CPU s) -->"
-        )
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default="10000")
-    parser.add_argument("--workers", default="1,2")
-    parser.add_argument("--dask", action="store_true")
-    parser.add_argument(
-        "--elsewhere",
-        action="store_true",
-        help="also on a Dask cluster whose workers cannot see this machine's temporary "
-        "directory (workers in mount namespaces of their own; Linux, as root)",
-    )
-    parser.add_argument("--loop", action="store_true")
-    parser.add_argument(
-        "--loop-python",
-        default=None,
-        help="with --loop: also run the loop under this interpreter (the 1.10 proxy's base)",
-    )
-    parser.add_argument(
-        "--model-110",
-        action="store_true",
-        help="also time the loop over benchmarks/toolscore110.py, a timing model of Toolscore "
-        "1.10's evaluate() (needs the bench extra: Levenshtein)",
-    )
-    parser.add_argument(
-        "--shapes",
-        default="contiguous",
-        help="contiguous, gzip, interleaved: the same traces as these files (comma-separated)",
-    )
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--dir", default=None, help="where the datasets go (default: a temp dir)")
-    args = parser.parse_args()
-    base = Path(args.dir or tempfile.mkdtemp(prefix="toolscore-datasets-"))
-    base.mkdir(parents=True, exist_ok=True)
+def engines(args: argparse.Namespace, base: Path) -> None:
+    """``--engines``: the dataset engines on generated datasets of 10-50 calls a trace."""
     print(
         "| traces | run | workers | wall s | traces/s | MB/s | CPU s | traces/CPU s "
         "| driver RSS MB | worker RSS MB |"
@@ -440,34 +366,14 @@ def main() -> None:
         if not traces.exists():
             generate(traces, gold, count, seed=args.seed)
         mb = traces.stat().st_size / 1e6
-        results: dict[str, dict[str, Any]] = {}
-        loops: list[tuple[str, str, str | None, tuple[str, ...]]] = []
-        if args.loop:
-            loops.append(("loop", "evaluate() loop", None, ()))
-        if args.loop and args.loop_python:
-            loops.append(("before", f"evaluate() loop ({args.loop_python})", args.loop_python, ()))
-        if args.model_110:
-            here = str(Path(__file__).resolve().parent)
-            loops.append(("model", "Toolscore 1.10 model's evaluate() loop", None, (here,)))
-        for name, label, python, extra in loops:
-            r = _run(_LOOP, str(gold), str(traces), *extra, python=python)
-            results[name] = r
-            print(
-                f"| {count:,} | {label} | 1 | {r['wall']:.2f} | "
-                f"{r['traces'] / r['wall']:,.0f} | {mb / r['wall']:.1f} | {r['cpu']:.2f} | "
-                f"{r['traces'] / r['cpu']:,.0f} | {r['rss_mb']:.0f} | - |",
-                flush=True,
-            )
-        for shape, workers in (
-            (shape, int(w)) for shape in args.shapes.split(",") for w in args.workers.split(",")
-        ):
-            engines = ["pool"] + (["dask"] if args.dask else [])
-            engines += ["elsewhere"] if args.elsewhere else []
+        results: list[dict[str, Any]] = []
+        kinds = ["pool"] + (["dask"] if args.dask else []) + (["elsewhere"] * args.elsewhere)
+        for shape in args.shapes.split(","):
             path = shaped(traces, shape)
-            for engine in engines:
-                r = _run(_RUN, str(gold), str(path), engine, str(workers))
-                name = engine if shape == "contiguous" else f"{engine} ({shape})"
-                results[f"{name}{workers}"] = r
+            for workers, kind in ((int(w), k) for w in args.workers.split(",") for k in kinds):
+                r = _run(_RUN, str(gold), str(path), kind, str(workers))
+                results.append(r)
+                name = kind if shape == "contiguous" else f"{kind} ({shape})"
                 print(
                     f"| {count:,} | {name} | {workers} | {r['wall']:.2f} | "
                     f"{r['traces'] / r['wall']:,.0f} | {mb / r['wall']:.1f} | "
@@ -475,14 +381,152 @@ def main() -> None:
                     f"{r['rss_mb']:.0f} | {r['child_rss_mb']:.0f} |",
                     flush=True,
                 )
-        if "before" in results:
-            _print_proxy(count, results)
-        if "model" in results:
-            _print_model(count, results)
         keys = ("traces", "mean", "median", "p10", "pass_rate", "pass_hat_k", "errors")
-        runs = [r for name, r in results.items() if name not in LOOPS]
-        same = all(all(r[k] == runs[0][k] for k in keys) for r in runs)
+        same = all(all(r[k] == results[0][k] for k in keys) for r in results)
         print(f"<!-- {count:,} traces, {mb:.1f} MB: identical aggregates across runs: {same} -->")
+
+
+# -- Toolscore 1.10 measured beside this package --------------------------------------------
+
+
+def prepare(case: str, base: Path, seed: int, corpus: Path) -> tuple[Path, Path, int] | None:
+    """The gold and traces of ``case`` (``N:COUNT`` or ``tau:COPIES``) and its trace count;
+    None (with a message) when the corpus is absent."""
+    kind, _, size = case.partition(":")
+    gold, traces = base / f"gold-{kind}-{size}.jsonl", base / f"traces-{kind}-{size}.jsonl"
+    if kind == "tau":
+        if not all((corpus / name).is_file() for name in TAU):
+            print(f"# {case}: skipped, the tau-bench corpus is not in {corpus}", flush=True)
+            return None
+        return gold, traces, replicate(corpus, int(size), traces, gold)
+    calls = int(kind)
+    generate(traces, gold, int(size), seed=seed, min_calls=calls, max_calls=calls)
+    return gold, traces, int(size)
+
+
+def _label(case: str) -> str:
+    kind, _, size = case.partition(":")
+    return f"tau-bench x{size}" if kind == "tau" else f"{int(size):,} x {kind} calls"
+
+
+def _show(label: str) -> Any:
+    def show(round_: int, system: vs110.System, run: vs110.Run) -> None:
+        load = "-" if run.load is None else f"{run.load:.2f}"
+        print(
+            f"| {label} | {round_} | {system.label} | {run.wall:.2f} | {run.process:.2f} | "
+            f"{run.cpu:.2f} | {run.traces / run.wall:,.0f} | {load} |",
+            flush=True,
+        )
+
+    return show
+
+
+def summarize(label: str, chosen: list[vs110.System], timings: vs110.Timings) -> None:
+    """Each system's median wall and traces/s, and its multiple of 1.10's one-process loop."""
+    base = timings.median_wall("110")
+    print(f"\n{label}: medians of {len(timings.runs['110'])} rounds")
+    print("| system | median wall s | traces/s | x 1.10 loop (1 process) | load 1m |")
+    print("|---|---|---|---|---|")
+    for system in chosen:
+        runs = timings.runs[system.key]
+        wall = timings.median_wall(system.key)
+        loads = [r.load for r in runs if r.load is not None]
+        load = f"{min(loads):.2f}-{max(loads):.2f}" if loads else "-"
+        print(
+            f"| {system.label} | {wall:.2f} | {runs[0].traces / wall:,.0f} | "
+            f"{base / wall:.2f}x | {load} |"
+        )
+
+
+def report_scores(label: str, chosen: list[vs110.System], workdir: Path, traces: Path) -> None:
+    """Every system's scores against 1.10's one-process loop's, trace by trace."""
+    reference = vs110.read_scores(workdir / "scores-110.jsonl")
+    heavy: set[str] | None = None
+
+    def greedy() -> set[str]:
+        nonlocal heavy
+        if heavy is None:
+            heavy = vs110.greedy_traces(traces)
+        return heavy
+
+    for system in chosen[1:]:
+        other = vs110.read_scores(workdir / f"scores-{system.key}.jsonl")
+        c = vs110.compare_scores(reference, other, greedy)
+        print(
+            f"{label}: {system.label} against 1.10's loop: {c.equal:,} of {c.total:,} scores "
+            f"equal; {len(c.greedy):,} differ where a tool has more than "
+            f"{vs110.GREEDY_ABOVE} calls (1.10 pairs greedily), {len(c.other):,} otherwise"
+        )
+        for trace_id, theirs, ours in c.other[:5] or c.greedy[:3]:
+            print(f"    {trace_id}: 1.10 {theirs!r}, {system.label} {ours!r}")
+
+
+def profile_table(python: str, base: Path, count: int, seed: int) -> None:
+    """Function calls and µs of CPU per trace, at 5 and 30 calls."""
+    print(f"\nPer-trace cost ({count:,} traces; calls: cProfile; CPU: unprofiled, after warm-up)")
+    print("| calls a trace | what | function calls a trace | CPU µs a trace |")
+    print("|---|---|---|---|")
+    for calls in (5, 30):
+        gold, traces = base / f"profile-gold-{calls}.jsonl", base / f"profile-{calls}.jsonl"
+        generate(traces, gold, count, seed=seed, min_calls=calls, max_calls=calls)
+        for what, interpreter, mode in (
+            ("Toolscore 1.10 evaluate()", python, "evaluate"),
+            ("our evaluate()", sys.executable, "evaluate"),
+            ("our dataset path (inline, 1 worker)", sys.executable, "dataset"),
+        ):
+            f = vs110.profile(interpreter, gold, traces, mode)
+            print(f"| {calls} | {what} | {f['calls']:,.0f} | {f['us']:,.0f} |", flush=True)
+
+
+def compare(args: argparse.Namespace, base: Path) -> None:
+    """Toolscore 1.10 and this package, round-robin over the systems, case by case."""
+    python = vs110.python110(args.venv110)
+    chosen = vs110.systems(python)
+    print(f"# Toolscore 1.10: {python}; this package: {sys.executable}; {os.cpu_count()} CPUs")
+    print("| case | round | system | wall s | process s | CPU s | traces/s | load 1m |")
+    print("|---|---|---|---|---|---|---|---|")
+    done: list[tuple[str, vs110.Timings, Path, Path]] = []
+    for case in args.cases.split(","):
+        prepared = prepare(case, base, args.seed, Path(args.corpus))
+        if prepared is None:
+            continue
+        gold, traces, count = prepared
+        workdir = base / case.replace(":", "-")
+        workdir.mkdir(exist_ok=True)
+        label = _label(case)
+        timings = vs110.time_round_robin(
+            chosen, gold, traces, workdir, count, args.rounds, _show(label)
+        )
+        done.append((label, timings, workdir, traces))
+    for label, timings, workdir, traces in done:
+        summarize(label, chosen, timings)
+        report_scores(label, chosen, workdir, traces)
+    if args.profile_traces:
+        profile_table(python, base, args.profile_traces, args.seed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", default="5:20000,30:20000,300:1000,tau:100")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--venv110", default=None, help="a Toolscore 1.10 environment or python")
+    parser.add_argument("--profile-traces", type=int, default=2000, help="0: no profile")
+    parser.add_argument("--corpus", default=str(CORPUS))
+    parser.add_argument("--engines", action="store_true", help="time the dataset engines")
+    parser.add_argument("--traces", default="10000", help="--engines: trace counts")
+    parser.add_argument("--workers", default="1,2", help="--engines: worker counts")
+    parser.add_argument("--dask", action="store_true", help="--engines: also a LocalCluster")
+    parser.add_argument("--elsewhere", action="store_true", help="--engines: see above")
+    parser.add_argument("--shapes", default="contiguous", help="--engines: contiguous,gzip,...")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--dir", default=None, help="where the datasets go (default: a temp dir)")
+    args = parser.parse_args()
+    base = Path(args.dir or tempfile.mkdtemp(prefix="toolscore-datasets-"))
+    base.mkdir(parents=True, exist_ok=True)
+    if args.engines:
+        engines(args, base)
+    else:
+        compare(args, base)
 
 
 if __name__ == "__main__":
