@@ -281,3 +281,29 @@ def test_a_malformed_line_near_the_depth_limit_is_a_malformed_line(tmp_path: Pat
     path.write_text('{"tool": "a"}\n' + nest(MAX_DEPTH - 5) + '][\n{"tool": "b"}\n')
     problems = _problems(path)
     assert len(problems) == 1 and "malformed JSON" in problems[0] and ":2:" in problems[0]
+
+
+def test_shallow_texts_are_told_by_their_brackets() -> None:
+    from toolscore.limits import SHALLOW_SCAN_BYTES, shallow
+
+    nested = b"[" * 40 + b"1" + b"]" * 40
+    assert shallow([nested], 40) and not shallow([nested], 39)
+    assert shallow([memoryview(nested)[:20], b'{"a": "[[["}'], 24)
+    assert not shallow([memoryview(nested)[:20], b'{"a": "[[["}'], 23)  # strings count too
+    big = b"1" * (SHALLOW_SCAN_BYTES + 1)
+    assert not shallow([big], 10**6)  # too large to count: measured instead
+
+
+def test_a_small_text_nested_past_the_bound_is_still_refused() -> None:
+    import msgspec
+
+    from toolscore.limits import MAX_DEPTH, bounded_depth, decode_limit_exact
+
+    if not decode_limit_exact():
+        pytest.skip("this interpreter's decoders are measured by the byte scanner instead")
+    deep = b"[" * (MAX_DEPTH + 50) + b"]" * (MAX_DEPTH + 50)
+    with pytest.raises(RecursionError), bounded_depth(MAX_DEPTH, within=[deep]):
+        msgspec.json.decode(deep)
+    fine = b"[" * 50 + b"]" * 50
+    with bounded_depth(MAX_DEPTH, within=[fine]):
+        assert msgspec.json.decode(fine) is not None

@@ -35,9 +35,9 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -192,23 +192,50 @@ class bounded_depth:
     ``RecursionError``, values nested deeper than ``levels``. A no-op where that cannot be
     done (:data:`DECODE_LIMIT_EXACT` False)."""
 
-    __slots__ = ("_kind", "_levels", "_old")
+    __slots__ = ("_kind", "_levels", "_old", "_within")
 
-    def __init__(self, levels: int = MAX_DEPTH, kind: str = "msgspec") -> None:
+    def __init__(
+        self, levels: int = MAX_DEPTH, kind: str = "msgspec", within: Sequence[Any] = ()
+    ) -> None:
         self._levels = levels
         self._kind = kind
         self._old = 0
+        self._within = within
+        """The texts the block decodes, when known: small ones with fewer opening brackets
+        than ``levels`` cannot nest that deep, and the depth is then not measured."""
 
     def __enter__(self) -> None:
         if not _calibrated:
             _calibrate()
-        depth = _recursion_depth() if DECODE_LIMIT_EXACT else None
         self._old = sys.getrecursionlimit()
+        if self._within and shallow(self._within, self._levels):
+            return
+        depth = _recursion_depth() if DECODE_LIMIT_EXACT else None
         if depth is not None:
             sys.setrecursionlimit(depth + self._levels + _slack[self._kind])
 
     def __exit__(self, *exc: object) -> None:
         sys.setrecursionlimit(self._old)
+
+
+SHALLOW_SCAN_BYTES = 64 * 1024
+"""Texts up to this size are counted for opening brackets before a bounded decode (cheaper
+than measuring the recursion depth, a refused ``sys.setrecursionlimit`` of ~10 µs)."""
+
+
+def shallow(texts: Sequence[Any], levels: int) -> bool:
+    """Whether ``texts`` (bytes-like) surely nest no deeper than ``levels``: they are small
+    (:data:`SHALLOW_SCAN_BYTES` in all) and hold at most ``levels`` opening brackets (a value
+    nested ``n`` deep opens ``n`` arrays or objects)."""
+    size = 0
+    opened = 0
+    for text in texts:
+        size += len(text)
+        if size > SHALLOW_SCAN_BYTES:
+            return False
+        data = text if isinstance(text, bytes) else bytes(text)
+        opened += data.count(b"[") + data.count(b"{")
+    return opened <= levels
 
 
 def decode_bounded(

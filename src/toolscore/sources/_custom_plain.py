@@ -134,7 +134,7 @@ class _FastReader:
                 # A margin below the limit (msgspec's count can be off by a few levels; a
                 # value this deep is rare): the item path the caller falls back to holds
                 # the limit exactly.
-                with bounded_depth(levels - MARGIN):
+                with bounded_depth(levels - MARGIN, within=pieces):
                     for piece in pieces:
                         items += decode(piece)  # type: ignore[operator]
             except RecursionError:  # the item path says which line or byte

@@ -178,7 +178,7 @@ class JsonlDecoder(Decoder):
         limit = self._limit
         # Decode first, under the depth bound (msgspec counts its nesting against Python's
         # recursion limit); the dialect then reads the values with the usual limit.
-        with bounded_depth(MAX_DEPTH - MARGIN):
+        with bounded_depth(MAX_DEPTH - MARGIN, within=lines):
             for raw in lines:
                 n += 1
                 if not raw or raw.isspace():
