@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -194,3 +195,23 @@ def read_json(name: str, what: str, error: type[InputError]) -> tuple[Any, str]:
             line=exc.lineno,
             offset=exc.pos,
         ) from None
+    except ValueError:  # an integer over Python's int-string limit: json does not say where
+        raise _long_number(text, name, error) from None
+
+
+def _long_number(text: str, name: str, error: type[InputError]) -> InputError:
+    """The error for the first number of ``text`` longer than Python converts
+    (:func:`sys.get_int_max_str_digits`), naming its line and byte offset."""
+    limit = sys.get_int_max_str_digits()
+    for m in _TOKENS.finditer(text):
+        token = m.group()
+        digits = len(token.lstrip("-"))
+        if token[:1] != '"' and limit and digits > limit:
+            line, offset = _line_and_offset(text, m.start())
+            return error(
+                name,
+                f"a number of {digits:,} digits (at most {limit:,} are read)",
+                line=line,
+                offset=offset,
+            )
+    return error(name, "a number too long to read")
