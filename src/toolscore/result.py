@@ -345,15 +345,16 @@ class EvaluationResult:
     def behavior_findings(self) -> list[tuple[str, str]]:
         """Toolscore's "Behavior and safety" lines as ``(severity, message)`` pairs.
 
-        Policy violations, hard-rule violations, forbidden rules that timed out on a call
-        (``warning``), the match modes passed (``info``), then credentials and personal data
-        (with ``pii=``), then the failed-calls and retry warnings, then the findings of the
+        Policy violations, hard-rule violations, the match modes passed (``info``), then
+        credentials and personal data (with ``pii=``), then the failed-calls and retry warnings, then the findings of the
         user's checks (those kept). Call numbers are 1-based.
         """
         metrics = self.metrics
         out: list[tuple[str, str]] = []
         for v in self.policy_violations:
             reason = f": {v['reason']}" if v.get("reason") else ""
+            if v.get("undecided"):
+                reason = f" (undecided: its pattern took too long, counted as a match){reason}"
             out.append(
                 (
                     "error",
@@ -362,8 +363,6 @@ class EvaluationResult:
                 )
             )
         out.extend(("error", str(v["message"])) for v in self.rule_violations)
-        # a forbidden rule whose pattern took too long on a call (toolscore.patterns)
-        out.extend(("warning", f.message) for f in self._findings if f.kind == "rule_timeout")
         out.extend(
             ("info", f"trajectory match ({mode}) passed")
             for mode, passed in self.match_verdicts.items()
