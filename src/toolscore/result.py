@@ -346,8 +346,8 @@ class EvaluationResult:
         """Toolscore's "Behavior and safety" lines as ``(severity, message)`` pairs.
 
         Policy violations, hard-rule violations, the match modes passed (``info``), then
-        credentials and personal data (with ``pii=``), then the failed-calls and retry warnings, then the findings of the
-        user's checks (those kept). Call numbers are 1-based.
+        credentials and personal data (with ``pii=``), then the failed-calls and retry
+        warnings, then the findings of the user's checks (those kept). Call numbers are 1-based.
         """
         metrics = self.metrics
         out: list[tuple[str, str]] = []
