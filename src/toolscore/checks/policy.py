@@ -107,8 +107,8 @@ class PolicyCheck(BaseCheck):
         self.calls += cols.n
         tools = cols.tools
         args = cols.args
-        matched, undecided = self._compiled.match(tools, args, cols.by_tool(), cols.args_of)
-        unsure = set(undecided)
+        matched, unsure_pairs = self._compiled.match(tools, args, cols.by_tool(), cols.args_of)
+        unsure = set(unsure_pairs)
         findings: list[Finding] = []
         for i, rule_index in matched:
             violation = self._record(tools[i], args[i], cols.index(i), rule_index)
