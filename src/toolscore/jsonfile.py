@@ -52,13 +52,9 @@ def check_depth(text: str, path: str, error: type[InputError]) -> None:
         if c == "[" or c == "{":
             depth += 1
             if depth > MAX_DEPTH:
-                line, offset = _line_and_offset(text, m.start())
-                raise error(
-                    path,
-                    f"arrays and objects nested deeper than {MAX_DEPTH:,} levels (byte {offset})",
-                    line=line,
-                    offset=offset,
-                )
+                offset = _line_and_offset(text, m.start())[1]
+                problem = f"arrays and objects nested deeper than {MAX_DEPTH:,} levels"
+                raise _error_at(error, path, text, m.start(), f"{problem} (byte {offset})")
         elif c == "]" or c == "}":
             depth -= 1
 
@@ -207,11 +203,14 @@ def _long_number(text: str, name: str, error: type[InputError]) -> InputError:
         token = m.group()
         digits = len(token.lstrip("-"))
         if token[:1] != '"' and limit and digits > limit:
-            line, offset = _line_and_offset(text, m.start())
-            return error(
-                name,
-                f"a number of {digits:,} digits (at most {limit:,} are read)",
-                line=line,
-                offset=offset,
-            )
+            problem = f"a number of {digits:,} digits (at most {limit:,} are read)"
+            return _error_at(error, name, text, m.start(), problem)
     return error(name, "a number too long to read")
+
+
+def _error_at(
+    error: type[InputError], path: str, text: str, index: int, problem: str
+) -> InputError:
+    """``error`` about ``path``, naming the line and byte offset of ``text[index]``."""
+    line, offset = _line_and_offset(text, index)
+    return error(path, problem, line=line, offset=offset)
