@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolscore.errors import RuleFileError
+from _cli import run_cli
+from toolscore.errors import GoldFileError, RuleFileError
+from toolscore.gold import load_gold
+from toolscore.hardrules.spec import load_rules
 from toolscore.jsonfile import MAX_DEPTH, check_depth, json_path, locate
+from toolscore.rules import load_forbidden_rules
 
 values = st.recursive(
     st.none()
@@ -65,3 +70,40 @@ def test_depth_limit_counts_brackets_outside_strings() -> None:
     with pytest.raises(RuleFileError) as info:
         check_depth('{"a":\n' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}", "f", RuleFileError)
     assert info.value.line == 2 and info.value.offset == 6 + MAX_DEPTH - 1
+
+
+_HUGE = "9" * 5000  # past Python's int-string limit (4,300 digits by default)
+
+
+def _long_number_files(tmp_path: Path) -> dict[str, Path]:
+    gold = tmp_path / "gold.json"
+    gold.write_text('{"calls": [\n {"tool": "a", "args": {"x": ' + _HUGE + "}}]}")
+    rules = tmp_path / "rules.json"
+    rules.write_text('[\n {"tool": "a", "args": {"x": -' + _HUGE + "}}]")
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"tool": "a", "args": {"x": 1}}\n')
+    return {"gold": gold, "rules": rules, "trace": trace}
+
+
+def test_a_number_too_long_is_an_input_error_naming_file_and_line(tmp_path: Path) -> None:
+    files = _long_number_files(tmp_path)
+    with pytest.raises(GoldFileError) as gold_error:
+        load_gold(files["gold"])
+    assert gold_error.value.path == str(files["gold"]) and gold_error.value.line == 2
+    assert "5,000 digits" in str(gold_error.value)
+    with pytest.raises(RuleFileError) as rule_error:
+        load_forbidden_rules(files["rules"])
+    assert rule_error.value.path == str(files["rules"]) and rule_error.value.line == 2
+    with pytest.raises(RuleFileError) as hard_error:
+        load_rules(files["rules"])
+    assert hard_error.value.line == 2
+
+
+def test_a_number_too_long_through_the_cli(tmp_path: Path) -> None:
+    files = _long_number_files(tmp_path)
+    run = run_cli("eval", str(files["gold"]), str(files["trace"]))
+    assert run.returncode == 2
+    assert f"{files['gold']}:2: a number of 5,000 digits" in run.stderr
+    run = run_cli("eval", str(files["trace"]), "--forbidden", str(files["rules"]))
+    assert run.returncode == 2
+    assert f"{files['rules']}:2: a number of 5,000 digits" in run.stderr

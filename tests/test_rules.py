@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolscore import evaluate
 from toolscore.calls import ToolCall
 from toolscore.errors import InputError, RuleFileError
 from toolscore.matchers import Contains, OneOf, Regex, Search, compare_values
@@ -412,3 +413,17 @@ def test_a_batch_matches_the_same_with_or_without_the_callers_grouping(
     expected = [(i, r) for i, (t, a) in enumerate(calls)
                 if (r := compiled.first_match(t, a)) is not None]  # fmt: skip
     assert found[0] == expected
+
+
+def test_an_undecided_forbidden_match_is_a_violation_in_evaluate() -> None:
+    hostile = "a" * 99 + "!\n"  # $ before a final newline: Python's re, under the time bound
+    calls = [{"tool": "run_shell", "args": {"command": hostile}}] * 5
+    calls.append({"tool": "run_shell", "args": {"command": "aaa\n"}})
+    # nested in another matcher too: the undecided match reaches the rule, not "no match"
+    for expected in ({"$regex": "(a+)+$"}, {"$one_of": [{"$regex": "(a+)+$"}, "x"]}):
+        rules = rules_from_json([{"tool": "run_shell", "args": {"command": expected}}])
+        result = evaluate([], calls, forbidden=rules)
+        violations = result.policy_violations
+        assert [v["index"] for v in violations][-1] == 5
+        assert violations[-1].get("undecided") is True
+        assert result.verdict().violations.total >= 1

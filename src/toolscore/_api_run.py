@@ -136,6 +136,7 @@ def pipeline_result(
         trace_calls=pipeline.calls,
         trace_calls_count=pipeline.calls_read,
         findings=pipeline.findings,
+        finding_counts=pipeline.finding_counts,
         input_error=pipeline.error,
         input_findings=pipeline.input_findings,
         input_problems=pipeline.input_problems,

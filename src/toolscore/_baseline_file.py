@@ -15,6 +15,9 @@ from .outputs import write_report
 
 BASELINE_FORMAT = "toolscore-baseline"
 BASELINE_VERSION = 1
+MAX_BASELINE_DEPTH = 8
+"""Nesting a baseline file may have: its entries are four deep (the file, ``traces``, a
+trace, its ``findings``); a deeper file is refused before anything of it is built."""
 
 
 def _line(value: Any) -> str:
@@ -125,24 +128,40 @@ def _json_error(name: str, exc: Exception) -> InputError:
 
 
 def _check_header(name: str) -> None:
-    """The top level of the file: an object with the format, version and traces."""
+    """The top level of the file: an object with the format, version and traces, nested no
+    deeper than :data:`MAX_BASELINE_DEPTH` (checked on the parser's events before any entry
+    is built: a file nested 100,000 deep is an input error, not gigabytes of prefixes)."""
     import ijson  # ijson costs ~20 ms (decimal, inspect): loaded only when a baseline is read
 
     found: dict[str, Any] = {}
+    depth = 0
+    key: Any = None  # the top-level key being read
     with _open_baseline(name) as f:
         try:
-            first = True
-            for prefix, event, value in ijson.parse(f, use_float=True):
-                if first:
-                    first = False
-                    if event != "start_map":
+            for event, value in ijson.basic_parse(f, use_float=True):
+                if event == "start_map" or event == "start_array":
+                    if depth == 0 and event != "start_map":
                         break
-                if prefix in ("format", "version") and event not in ("map_key",):
-                    found[prefix] = value
-                elif prefix == "traces" and event in ("start_map", "start_array"):
-                    found["traces"] = event
-                elif prefix == "traces" and event not in ("map_key", "end_map", "end_array"):
-                    found["traces"] = event
+                    depth += 1
+                    if depth > MAX_BASELINE_DEPTH:
+                        raise InputError(
+                            name,
+                            f"arrays and objects nested deeper than {MAX_BASELINE_DEPTH} "
+                            f"levels (in {key!r}): not a toolscore baseline",
+                        )
+                    if depth == 2 and key == "traces":
+                        found["traces"] = event
+                elif event == "end_map" or event == "end_array":
+                    depth -= 1
+                elif depth == 1:
+                    if event == "map_key":
+                        key = value
+                    elif key in ("format", "version"):
+                        found[key] = value
+                    elif key == "traces":
+                        found["traces"] = event
+                elif depth == 0:
+                    break  # a scalar document
         except (ijson.JSONError, UnicodeDecodeError) as exc:
             raise _json_error(name, exc) from None
         except OSError as exc:
@@ -164,8 +183,8 @@ def _entries(name: str) -> Iterator[tuple[str, TraceSummary]]:
         try:
             for trace_id, entry in ijson.kvitems(f, "traces", use_float=True):
                 try:
-                    name = baseline_name(trace_id)  # a baseline written before ids were
-                    yield name, TraceSummary.from_json(entry, f"trace {name!r}")  # redacted
+                    stored = baseline_name(trace_id)  # a baseline written before ids were
+                    yield stored, TraceSummary.from_json(entry, f"trace {stored!r}")  # redacted
                 except ValueError as exc:
                     raise InputError(name, str(exc)) from None
         except (ijson.JSONError, UnicodeDecodeError) as exc:

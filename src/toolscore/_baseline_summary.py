@@ -9,7 +9,7 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._exact import ExactAdder
 from .redact import redact_secrets
@@ -79,16 +79,23 @@ class TraceSummary:
             if required is not None and not (
                 isinstance(required, list)
                 and len(required) == 2
-                and all(isinstance(n, int) and not isinstance(n, bool) for n in required)
+                and all(_count(n) for n in required)
+                and required[0] <= required[1]
             ):
-                raise TypeError("required must be [completed, total] or null")
-            if not isinstance(findings, dict) or not all(
-                isinstance(n, int) and not isinstance(n, bool) for n in findings.values()
-            ):
+                raise TypeError("required must be [completed, total] (0 <= completed <= total)")
+            if not isinstance(findings, dict):
                 raise TypeError("findings must map keys to counts")
+            for key, n in findings.items():
+                if not _count(n):
+                    raise TypeError(
+                        f"the count of finding {baseline_name(str(key))!r} "
+                        f"must be a whole number >= 0, not {n!r}"
+                    )
             missing = data.get("missing_tools") or []
             if not isinstance(missing, list):
                 raise TypeError("missing_tools must be a list")
+            if not _count(data.get("calls") or 0):
+                raise TypeError("calls must be a whole number >= 0")
             return TraceSummary(
                 score=float(score),
                 grade=grade,
@@ -102,6 +109,11 @@ class TraceSummary:
             raise ValueError(f"{where}: missing {exc.args[0]!r}") from None
         except TypeError as exc:
             raise ValueError(f"{where}: {exc}") from None
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is a count: an int (no bool) of at least 0."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _finite(value: float) -> float | None:
@@ -127,22 +139,37 @@ def finding_key(finding: Any, rule: int | None = None) -> str:
     return baseline_name(key)
 
 
+class _Key(NamedTuple):
+    """A counted finding's key fields, as :func:`finding_key` reads them."""
+
+    check: str
+    kind: str
+    tool: str | None
+    rule: int | None
+
+
 def summarize(result: Any) -> TraceSummary:
     """The baseline summary of one evaluation result (an ``EvaluationResult``).
 
-    Findings are counted over those the result keeps (every one up to 10,000, the readers'
-    findings about unreadable input among them).
+    Findings are counted exactly, kept or not (:attr:`EvaluationResult.finding_counts`);
+    for a result that did not count them, over those it keeps (the first 10,000).
     """
-    rules: dict[int, int] = {}
-    for violation in getattr(result, "policy_violations", ()) or ():
-        index, rule = violation.get("index"), violation.get("rule")
-        if isinstance(index, int) and isinstance(rule, int):
-            rules.setdefault(index, rule)
     counts: dict[str, int] = {}
-    for finding in result.findings:  # the readers' findings are among them
-        rule = rules.get(finding.call_index) if finding.kind == "forbidden_call" else None
-        key = finding_key(finding, rule)
-        counts[key] = counts.get(key, 0) + 1
+    counted = getattr(result, "finding_counts", None)
+    if counted is not None:
+        for (check, kind, tool, rule), n in counted.items():
+            key = finding_key(_Key(check, kind, tool, rule))
+            counts[key] = counts.get(key, 0) + n
+    else:
+        rules: dict[int, int] = {}
+        for violation in getattr(result, "policy_violations", ()) or ():
+            index, rule = violation.get("index"), violation.get("rule")
+            if isinstance(index, int) and isinstance(rule, int):
+                rules.setdefault(index, rule)
+        for finding in result.findings:  # the readers' findings are among them
+            rule = rules.get(finding.call_index) if finding.kind == "forbidden_call" else None
+            key = finding_key(finding, rule)
+            counts[key] = counts.get(key, 0) + 1
     recall = result.required_call_recall
     total = len(result.gold_calls)
     required = None if recall is None else (round(recall * total), total)

@@ -28,6 +28,9 @@ FindingValues = tuple[
 ]  # fmt: skip
 """A :class:`Finding` as plain values (:meth:`Finding.values`): check, kind, severity, call
 index, tool, location (source, line, offset), preview, rule, path, detail, template."""
+FindingCountKey = tuple[str, str, str | None, int | None]
+"""What findings are counted by (check, kind, tool, rule): a baseline's
+:func:`~toolscore.baseline.finding_key`, before it is written as text."""
 
 
 @dataclass(slots=True)

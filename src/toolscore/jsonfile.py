@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,13 +52,9 @@ def check_depth(text: str, path: str, error: type[InputError]) -> None:
         if c == "[" or c == "{":
             depth += 1
             if depth > MAX_DEPTH:
-                line, offset = _line_and_offset(text, m.start())
-                raise error(
-                    path,
-                    f"arrays and objects nested deeper than {MAX_DEPTH:,} levels (byte {offset})",
-                    line=line,
-                    offset=offset,
-                )
+                offset = _line_and_offset(text, m.start())[1]
+                problem = f"arrays and objects nested deeper than {MAX_DEPTH:,} levels"
+                raise _error_at(error, path, text, m.start(), f"{problem} (byte {offset})")
         elif c == "]" or c == "}":
             depth -= 1
 
@@ -194,3 +191,26 @@ def read_json(name: str, what: str, error: type[InputError]) -> tuple[Any, str]:
             line=exc.lineno,
             offset=exc.pos,
         ) from None
+    except ValueError:  # an integer over Python's int-string limit: json does not say where
+        raise _long_number(text, name, error) from None
+
+
+def _long_number(text: str, name: str, error: type[InputError]) -> InputError:
+    """The error for the first number of ``text`` longer than Python converts
+    (:func:`sys.get_int_max_str_digits`), naming its line and byte offset."""
+    limit = sys.get_int_max_str_digits()
+    for m in _TOKENS.finditer(text):
+        token = m.group()
+        digits = len(token.lstrip("-"))
+        if token[:1] != '"' and limit and digits > limit:
+            problem = f"a number of {digits:,} digits (at most {limit:,} are read)"
+            return _error_at(error, name, text, m.start(), problem)
+    return error(name, "a number too long to read")
+
+
+def _error_at(
+    error: type[InputError], path: str, text: str, index: int, problem: str
+) -> InputError:
+    """``error`` about ``path``, naming the line and byte offset of ``text[index]``."""
+    line, offset = _line_and_offset(text, index)
+    return error(path, problem, line=line, offset=offset)

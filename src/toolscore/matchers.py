@@ -9,6 +9,7 @@ matcher decides alike whichever way it was written.
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from typing import Any
 
 from .patterns import PatternTimeout, UserPattern
@@ -368,30 +369,37 @@ def lenient_str_misses(expected: str, values: list[Any]) -> bool:
     return bool(stripped) and all_strings(values) and stripped not in "\n".join(values)
 
 
+UNDECIDED_RAISES: ContextVar[bool] = ContextVar("toolscore_undecided_raises", default=False)
+"""True where an undecided comparison must not count as no match (a forbidden rule's: a call
+it cannot tell apart is a finding, never a silent pass): :func:`compare_values` then lets
+:class:`~toolscore.patterns.PatternTimeout` through, at any depth, for the caller to count."""
+
+
 def compare_values(expected: Any, actual: Any, strict: bool = False) -> bool:
     """Toolscore's value comparison.
 
     Lenient (default): ``==``; else both numbers (bools included) compared as floats; else
     both strings compared after ``strip()``. Only the top level is lenient. Strict: identical
     types, recursively. Matchers are honoured at any depth in both modes; a pattern match
-    that times out (:class:`~toolscore.patterns.PatternTimeout`) is no match.
+    that times out (:class:`~toolscore.patterns.PatternTimeout`) is no match (an expected
+    argument not matched), or raises it where :data:`UNDECIDED_RAISES` is set.
     """
     if expected.__class__ is str and actual.__class__ is str:  # the common case, first
         return expected == actual or (not strict and expected.strip() == actual.strip())
-    if isinstance(expected, Matcher):
-        try:
-            return expected.matches(actual)
-        except PatternTimeout:  # a pattern too slow to tell counts as no match
-            return False
-    if strict:
-        try:
-            return _strict_equal(expected, actual)
-        except PatternTimeout:
-            return False
     try:
+        if isinstance(expected, Matcher):
+            return expected.matches(actual)
+        if strict:
+            return _strict_equal(expected, actual)
         if expected == actual:
             return True
+    except PatternTimeout:  # a pattern too slow to tell: no match, or the caller's to count
+        if UNDECIDED_RAISES.get():
+            raise
+        return False
     except Exception:
+        if isinstance(expected, Matcher) or strict:
+            raise
         return False
     if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
         try:

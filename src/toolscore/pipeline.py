@@ -14,7 +14,7 @@ import inspect
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, cast, runtime_checkable
 
-from .calls import Batch, Finding, ToolCall
+from .calls import Batch, Finding, FindingCountKey, ToolCall
 from .checks._base import BaseCheck, State
 from .columns import Columns
 from .errors import InputError
@@ -90,6 +90,9 @@ class Pipeline:
         self.calls: list[ToolCall] | None = [] if keep_calls else None
         self.findings: list[Finding] = []
         self.findings_omitted = 0
+        self.finding_counts: dict[FindingCountKey, int] = {}
+        """Every finding, kept or not, counted by ``(check, kind, tool, rule)`` (what a
+        baseline compares, :func:`~toolscore.baseline.finding_key`): one count per key."""
         self.input_findings: list[Finding] = []
         """The first :data:`MAX_KEPT_INPUT_FINDINGS` findings of the readers (``check ==
         "input"``), whatever the cap on :attr:`findings` left out."""
@@ -175,6 +178,10 @@ class Pipeline:
                 # whatever check made them (a user's too): nothing quoted leaves unredacted
                 found = redact_findings(found, self.redact_pii)
             self._count_input(found)
+            counts = self.finding_counts
+            for f in found:
+                key = (f.check, f.kind, f.tool, f.rule)
+                counts[key] = counts.get(key, 0) + 1
         room = MAX_KEPT_FINDINGS - len(self.findings)
         if room >= len(found):
             self.findings.extend(found)

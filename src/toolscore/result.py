@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .calls import Finding, ToolCall
+from .calls import Finding, FindingCountKey, ToolCall
 from .capped import join_capped
 from .errors import InputError
 from .gold import side_effect_note
@@ -177,6 +177,7 @@ class EvaluationResult:
         trace_calls_count: how many trace calls were read.
         findings: the findings, in call order.
         input_error: the input error that ended reading early, if any.
+        finding_counts: every finding counted by ``(check, kind, tool, rule)``, when known.
         failed_tools: ``(tool, failures)`` by most failures, ties in first-failure order.
         input_findings: the readers' findings (a malformed line, an item of the wrong shape),
             the first ones.
@@ -202,6 +203,7 @@ class EvaluationResult:
         input_problems: int = 0,
         has_gold: bool = True,
         criterion: PassCriterion | None = None,
+        finding_counts: Mapping[FindingCountKey, int] | None = None,
     ) -> None:
         self.metrics = metrics
         self.has_gold = has_gold
@@ -218,6 +220,9 @@ class EvaluationResult:
         self.failed_tools = list(failed_tools)
         self.input_findings = list(input_findings)
         """The readers' findings, the first ones (see :attr:`input_problems`)."""
+        self.finding_counts = None if finding_counts is None else dict(finding_counts)
+        """Every finding (kept in :attr:`findings` or not) counted by ``(check, kind, tool,
+        rule)``; None when not counted (then only the kept findings are known)."""
         self.input_problems = input_problems
         """How many parts of the trace were skipped as unreadable (a malformed JSON line, an
         item that is not a call of the format), counted over the whole trace."""
@@ -340,15 +345,16 @@ class EvaluationResult:
     def behavior_findings(self) -> list[tuple[str, str]]:
         """Toolscore's "Behavior and safety" lines as ``(severity, message)`` pairs.
 
-        Policy violations, hard-rule violations, forbidden rules that timed out on a call
-        (``warning``), the match modes passed (``info``), then credentials and personal data
-        (with ``pii=``), then the failed-calls and retry warnings, then the findings of the
-        user's checks (those kept). Call numbers are 1-based.
+        Policy violations, hard-rule violations, the match modes passed (``info``), then
+        credentials and personal data (with ``pii=``), then the failed-calls and retry
+        warnings, then the findings of the user's checks (those kept). Call numbers are 1-based.
         """
         metrics = self.metrics
         out: list[tuple[str, str]] = []
         for v in self.policy_violations:
             reason = f": {v['reason']}" if v.get("reason") else ""
+            if v.get("undecided"):
+                reason = f" (undecided: its pattern took too long, counted as a match){reason}"
             out.append(
                 (
                     "error",
@@ -357,8 +363,6 @@ class EvaluationResult:
                 )
             )
         out.extend(("error", str(v["message"])) for v in self.rule_violations)
-        # a forbidden rule whose pattern took too long on a call (toolscore.patterns)
-        out.extend(("warning", f.message) for f in self._findings if f.kind == "rule_timeout")
         out.extend(
             ("info", f"trajectory match ({mode}) passed")
             for mode, passed in self.match_verdicts.items()
@@ -431,6 +435,7 @@ def reduce(
     trace_calls: list[ToolCall] | None,
     trace_calls_count: int,
     findings: Sequence[Finding] = (),
+    finding_counts: Mapping[FindingCountKey, int] | None = None,
     input_error: InputError | None = None,
     input_findings: Sequence[Finding] = (),
     input_problems: int = 0,
@@ -456,6 +461,8 @@ def reduce(
         trace_calls: the kept trace calls, or None.
         trace_calls_count: how many trace calls were read.
         findings: the findings kept by the pipeline.
+        finding_counts: every finding counted by key (the pipeline's
+            :attr:`~toolscore.pipeline.Pipeline.finding_counts`), when known.
         input_error: the error that ended reading, if any.
         input_findings, input_problems: the readers' findings kept, and their errors counted.
         include_extras: add ``latency_metrics``/``cost_metrics`` (file traces, as
@@ -501,4 +508,5 @@ def reduce(
         input_problems=input_problems,
         has_gold=has_gold,
         criterion=criterion,
+        finding_counts=finding_counts,
     )

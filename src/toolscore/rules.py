@@ -28,6 +28,7 @@ from .calls import ToolCall
 from .errors import RuleFileError
 from .jsonfile import read_json, with_position
 from .matchers import (
+    UNDECIDED_RAISES,
     Contains,
     OneOf,
     OptionalArg,
@@ -178,9 +179,10 @@ means: test them one by one."""
 
 def _value_test(expected: Any) -> tuple[ValueTest, bool]:
     """``compare_values(expected, value)`` as one callable, and whether it may raise
-    :class:`~toolscore.patterns.PatternTimeout` (a ``$regex`` or a ``Regex``, asked
-    directly; a subclass answers through its own ``matches``, and a pattern nested in
-    another matcher times out as no match inside ``compare_values``)."""
+    :class:`~toolscore.patterns.PatternTimeout` (anything but a plain JSON scalar: a
+    ``$regex`` or a ``Regex`` asked directly, a matcher or a container that may hold one,
+    whose undecided match :func:`~toolscore.matchers.compare_values` lets through under
+    :data:`~toolscore.matchers.UNDECIDED_RAISES`)."""
     if expected.__class__ is Search:
         search = expected.engine.search
 
@@ -193,7 +195,8 @@ def _value_test(expected: Any) -> tuple[ValueTest, bool]:
     if expected.__class__ is Regex:
         fullmatch = expected.engine.fullmatch
         return (lambda value: value.__class__ is str and fullmatch(value)), True
-    return functools.partial(compare_values, expected), False
+    scalar = expected is None or expected.__class__ in (str, int, float, bool)
+    return functools.partial(compare_values, expected), not scalar
 
 
 def _shortcut(expected: Any) -> ColumnShortcut | None:
@@ -221,18 +224,32 @@ def _shortcut(expected: Any) -> ColumnShortcut | None:
 
 
 def _kept_bounded(
-    test: ValueTest, values: list[Any], positions: list[int] | None, timeouts: list[int] | None
+    test: ValueTest,
+    values: list[Any],
+    positions: list[int] | None,
+    timeouts: list[int] | None,
+    optional: bool,
 ) -> list[int]:
+    """The positions of ``values`` that pass ``test``; a value whose match cannot be decided
+    (:class:`~toolscore.patterns.PatternTimeout`) passes too, its position added to
+    ``timeouts``: an undecided forbidden rule is a finding, never a silent pass."""
     kept: list[int] = []
-    for j, value in enumerate(values):
-        if value is _MISSING:
-            continue
-        try:
-            if test(value):
+    token = UNDECIDED_RAISES.set(True)
+    try:
+        for j, value in enumerate(values):
+            if value is _MISSING:
+                if optional:
+                    kept.append(j)
+                continue
+            try:
+                if test(value):
+                    kept.append(j)
+            except PatternTimeout:
                 kept.append(j)
-        except PatternTimeout:
-            if timeouts is not None:
-                timeouts.append(j if positions is None else positions[j])
+                if timeouts is not None:
+                    timeouts.append(j if positions is None else positions[j])
+    finally:
+        UNDECIDED_RAISES.reset(token)
     return kept
 
 
@@ -259,8 +276,9 @@ class CompiledRule:
     def select(self, column: list[Any], timeouts: list[int] | None = None) -> list[int]:
         """The positions in ``column`` (calls' ``args``) that satisfy the rule, in order.
 
-        A call whose pattern match timed out (:class:`~toolscore.patterns.PatternTimeout`)
-        does not satisfy it; its position is added to ``timeouts`` when given.
+        A call whose pattern match could not be decided in time
+        (:class:`~toolscore.patterns.PatternTimeout`) satisfies it (never a silent pass);
+        its position is added to ``timeouts`` when given.
         """
         if not self._tests:
             return list(range(len(column)))
@@ -279,7 +297,7 @@ class CompiledRule:
             if shortcut is not None and shortcut(values):
                 return []
             if bounded:
-                kept = _kept_bounded(test, values, positions, timeouts)
+                kept = _kept_bounded(test, values, positions, timeouts, optional)
             elif optional:  # absent is fine
                 kept = [j for j, v in enumerate(values) if v is _MISSING or test(v)]
             else:
@@ -335,8 +353,8 @@ class CompiledRules:
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """A batch's calls (its columns of tool names and ``args``), a tool at a time and a
         rule at a time: ``(position, rule index)`` for each call that matches a rule, its
-        first, in call order; and ``(position, rule index)`` for each pattern match that
-        timed out (the call was then tested against the later rules), in call order.
+        first, in call order; and those of them matched only because a pattern match could
+        not be decided in time (counted as a match: never a silent pass), in call order.
         ``groups``: each tool's positions, when the caller has them
         (:meth:`~toolscore.columns.Columns.by_tool`); ``column_of``: with them, a tool's
         calls' ``args`` at those positions (:meth:`~toolscore.columns.Columns.args_of`)."""
@@ -348,7 +366,7 @@ class CompiledRules:
                     mine.setdefault(tool, []).append(i)
             groups = mine
         matched: list[tuple[int, int]] = []
-        timed_out: list[tuple[int, int]] = []
+        undecided: list[tuple[int, int]] = []
         timeouts: list[int] = []
         for tool, positions in groups.items():
             ruled = by_tool.get(tool)
@@ -360,8 +378,9 @@ class CompiledRules:
                 column = column_of(tool)
             for rule_index, rule in ruled:
                 found = rule.select(column, timeouts)
-                if timeouts:
-                    timed_out.extend((positions[j], rule_index) for j in timeouts)
+                if timeouts:  # those the rule's other arguments did not rule out
+                    chosen = set(found)
+                    undecided.extend((positions[j], rule_index) for j in timeouts if j in chosen)
                     timeouts.clear()
                 if not found:
                     continue
@@ -372,8 +391,8 @@ class CompiledRules:
                 positions = [p for j, p in enumerate(positions) if j not in taken]
                 column = [a for j, a in enumerate(column) if j not in taken]
         matched.sort()
-        timed_out.sort()
-        return matched, timed_out
+        undecided.sort()
+        return matched, undecided
 
     def violation(self, index: int, tool: str, args: Any, rule_index: int) -> dict[str, Any]:
         """Toolscore's violation record."""

@@ -107,17 +107,15 @@ class PolicyCheck(BaseCheck):
         self.calls += cols.n
         tools = cols.tools
         args = cols.args
-        matched, timed_out = self._compiled.match(tools, args, cols.by_tool(), cols.args_of)
+        matched, unsure_pairs = self._compiled.match(tools, args, cols.by_tool(), cols.args_of)
+        unsure = set(unsure_pairs)
         findings: list[Finding] = []
         for i, rule_index in matched:
             violation = self._record(tools[i], args[i], cols.index(i), rule_index)
-            findings.append(_finding(violation, cols.location(i)))
-        if timed_out:
-            findings.extend(
-                _timed_out(cols.index(i), tools[i], rule_index, cols.location(i))
-                for i, rule_index in timed_out
-            )
-            findings.sort(key=lambda f: f.call_index or 0)
+            undecided = (i, rule_index) in unsure
+            if undecided:  # the record says so too (Toolscore's layout plus this one key)
+                violation["undecided"] = True
+            findings.append(_finding(violation, cols.location(i), undecided))
         return findings
 
     def state(self) -> PolicyState:
@@ -136,10 +134,19 @@ class PolicyCheck(BaseCheck):
 
 _MATCHES = "call {call} {tool} matches forbidden rule {rule}"
 _MATCHES_BECAUSE = "call {call} {tool} matches forbidden rule {rule}: {detail}"
+_UNDECIDED = (
+    "call {call} {tool} matches forbidden rule {rule} (undecided: its pattern took too long "
+    "to match, counted as a match)"
+)
+_UNDECIDED_BECAUSE = _UNDECIDED + ": {detail}"
 
 
-def _finding(violation: dict[str, Any], location: Location | None) -> Finding:
+def _finding(violation: dict[str, Any], location: Location | None, undecided: bool) -> Finding:
     reason = violation["reason"]
+    if undecided:
+        template = _UNDECIDED_BECAUSE if reason else _UNDECIDED
+    else:
+        template = _MATCHES_BECAUSE if reason else _MATCHES
     return Finding(
         "policy",
         "forbidden_call",
@@ -150,21 +157,7 @@ def _finding(violation: dict[str, Any], location: Location | None) -> Finding:
         location,
         rule=violation["rule"],
         detail=f"{reason}" if reason else None,
-        template=_MATCHES_BECAUSE if reason else _MATCHES,
-    )
-
-
-def _timed_out(index: int, tool: str, rule_index: int, location: Location | None) -> Finding:
-    return Finding(
-        "policy",
-        "rule_timeout",
-        "warning",
-        None,
-        index,
-        tool,
-        location,
-        rule=rule_index,
-        template="rule {rule} timed out on call {call} {tool} (counted as no match)",
+        template=template,
     )
 
 

@@ -22,6 +22,7 @@ from ..pipeline import Pipeline, run_sync
 from ..redact import active_pii, redact_secrets
 from ..result import normalize_weights
 from ..verdict import PassCriterion, judge
+from ._taskid import DEFAULT_TASK_REGEX, default_task
 from .ci import trace_view
 from .gold import GoldSpec
 from .groups import GroupBy
@@ -30,7 +31,6 @@ from .records import TraceRecord
 MISSING_TRACE = ("empty", "skip")
 """What ``--missing-trace`` may say of gold without a trace (see :attr:`Config.missing_trace`)."""
 
-DEFAULT_TASK_REGEX = r"^(?P<task>.+?)[/:_.-]+(?:trial|try|run|sample|attempt|seed)[-_]?\d+$"
 """Without ``--task-key`` or ``--task-regex``, a trace id ending in ``/trial2`` (``_try3``,
 ``-run1``, ``.sample0``...) belongs to the task before it; any other id is its own task."""
 
@@ -97,6 +97,8 @@ class _Tasks:
     def task(self, trace_id: str, field_value: str | None) -> str:
         if field_value is not None:
             return field_value
+        if not self.explicit:  # the default regex, in linear time
+            return default_task(trace_id) or trace_id
         match = self.regex.search(trace_id)
         if match is None:
             return trace_id

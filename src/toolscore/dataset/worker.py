@@ -26,7 +26,6 @@ from ..redact import pii_redaction
 from ._readers import FileFormat as FileFormat
 from ._readers import _run_gather, _run_input, _run_scatter
 from ._readers import range_lines as range_lines
-from ._scoring import DEFAULT_TASK_REGEX as DEFAULT_TASK_REGEX
 from ._scoring import GOLD_ERRORS as GOLD_ERRORS
 from ._scoring import MISSING_TRACE as MISSING_TRACE
 from ._scoring import Config as Config
@@ -37,6 +36,7 @@ from ._scoring import evaluate_absent as evaluate_absent
 from ._scoring import evaluate_one as evaluate_one
 from ._scoring import gold_error_record as gold_error_record
 from ._scoring import scorer_for as scorer_for
+from ._taskid import DEFAULT_TASK_REGEX as DEFAULT_TASK_REGEX
 from .gold import gold_lookup
 from .inputs import Part
 from .records import (

@@ -114,16 +114,6 @@ class RuleSet:
             or self.match
         )
 
-    def __getstate__(self) -> dict[str, Any]:  # compiled schemas go as their JSON
-        return {**self.__dict__, "schemas": getattr(self.schemas, "schemas", None)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # the schema machinery loads only for rules that have schemas (a worker rebuilds them)
-        from .schemas import ToolSchemas
-
-        schemas = state["schemas"]
-        self.__dict__.update(state, schemas=None if schemas is None else ToolSchemas(schemas))
-
     def rule_count(self) -> int:
         """How many hard rules: each order, count and data-flow rule, the allowlist, each
         schema, each match mode."""

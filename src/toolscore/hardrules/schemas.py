@@ -42,6 +42,7 @@ from typing import Any
 from ..errors import RuleFileError
 from ..jsonfile import read_json
 from ._schema_problems import SchemaProblem, _problem, error_path, subset_problem
+from ._schema_refs import SchemaRefs, validator_class
 from ._schema_tests import Test, column_test, fast_test
 
 __all__ = [
@@ -135,6 +136,14 @@ class _Compiled:
         return self._validator
 
 
+def _rebuild(groups: list[tuple[SchemaRefs, dict[str, Any]]]) -> ToolSchemas:
+    """A pickled :class:`ToolSchemas` compiled again: each group where it was read."""
+    out = ToolSchemas({})
+    for where, schemas in groups:
+        out = out.combined(ToolSchemas(schemas, where.path, where.allowed))
+    return out
+
+
 def schema_file(rule_file: str, named: str | os.PathLike[str]) -> str:
     """The schema file a rule file's ``schemas`` names: relative to the rule file's folder."""
     base = os.path.dirname(rule_file) if rule_file and not rule_file.startswith("<") else ""
@@ -146,16 +155,26 @@ class ToolSchemas:
 
     Args:
         schemas: ``{tool: JSON Schema}``.
-        path: the rule file, for error messages.
+        path: the file they were read from (a rule or schema file), for error messages and
+            to resolve their ``$ref`` (see :mod:`~toolscore.hardrules._schema_refs`).
+        refs: the rule file's ``schema_refs``: more places a ``$ref`` may lead (absolute
+            folders and URL prefixes).
 
     Raises:
-        RuleFileError: a schema that is not a valid JSON Schema.
+        RuleFileError: a schema that is not a valid JSON Schema, a ``$ref`` refused or
+            failing, a ``pattern`` RE2 cannot run.
     """
 
-    def __init__(self, schemas: Mapping[str, Any], path: str = "<rules>") -> None:
+    def __init__(
+        self, schemas: Mapping[str, Any], path: str = "<rules>", refs: Sequence[str] = ()
+    ) -> None:
         self.schemas = dict(schemas)
+        self.path = path
         self._compiled: dict[str, _Compiled] = {}
+        self._refs: dict[str, SchemaRefs] = {}
+        where = SchemaRefs(path, refs)
         for name, schema in self.schemas.items():
+            self._refs[name] = where
             fast = fast_test(schema)
             if fast is not None:
                 # a simple schema of the default draft, well formed (fast_test checked every
@@ -166,7 +185,7 @@ class ToolSchemas:
             from jsonschema.exceptions import SchemaError
             from jsonschema.validators import Draft202012Validator, validator_for
 
-            cls = validator_for(schema, default=Draft202012Validator)
+            cls = validator_class(validator_for(schema, default=Draft202012Validator))
             try:
                 cls.check_schema(schema)
             except SchemaError as exc:
@@ -175,11 +194,22 @@ class ToolSchemas:
                     f"the schema of tool {name!r} is not a valid JSON Schema at "
                     f"'{error_path(exc.absolute_path) or '(root)'}': {exc.message}",
                 ) from exc
-            self._compiled[name] = _Compiled(schema, None, cls(schema))
+            registry = where.registry()
+            where.check(name, schema, registry)
+            self._compiled[name] = _Compiled(schema, None, cls(schema, registry=registry))
         self.tools = frozenset(self._compiled)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        groups: dict[int, tuple[SchemaRefs, dict[str, Any]]] = {}
+        for name, schema in self.schemas.items():
+            where = self._refs[name]
+            groups.setdefault(id(where), (where, {}))[1][name] = schema
+        return (_rebuild, (list(groups.values()),))
+
     @classmethod
-    def from_definitions(cls, data: Any, path: str = "<rules>") -> ToolSchemas:
+    def from_definitions(
+        cls, data: Any, path: str = "<rules>", refs: Sequence[str] = ()
+    ) -> ToolSchemas:
         """From any of the definition shapes in the module docstring; a string is a JSON file
         of them, relative to the rule file's folder.
 
@@ -191,7 +221,8 @@ class ToolSchemas:
             return data
         if isinstance(data, (str, os.PathLike)):
             name = schema_file(path, data)
-            return cls.from_definitions(read_json(name, "schema file", RuleFileError)[0], name)
+            definitions = read_json(name, "schema file", RuleFileError)[0]
+            return cls.from_definitions(definitions, name, refs)
         try:
             pairs = tool_definitions(data)
         except ValueError as exc:
@@ -203,14 +234,20 @@ class ToolSchemas:
             if not isinstance(schema, (Mapping, bool)):
                 raise RuleFileError(path, f"schemas: the schema of {name!r} must be an object")
             schemas[name] = schema
-        return cls(schemas, path)
+        return cls(schemas, path, refs)
 
     def __len__(self) -> int:
         return len(self._compiled)
 
     def combined(self, other: ToolSchemas) -> ToolSchemas:
-        """Both sets; ``other`` wins for a tool both define."""
-        return ToolSchemas({**self.schemas, **other.schemas})
+        """Both sets (each as compiled, its references where it was read); ``other`` wins
+        for a tool both define."""
+        out = ToolSchemas({})
+        out.schemas = {**self.schemas, **other.schemas}
+        out._compiled = {**self._compiled, **other._compiled}
+        out._refs = {**self._refs, **other._refs}
+        out.tools = frozenset(out._compiled)
+        return out
 
     def all_valid(self, tool: str, column: list[Any], *, json_values: bool = False) -> bool:
         """True when every call's arguments in ``column`` (calls to ``tool``) surely match
@@ -259,12 +296,15 @@ class ToolSchemas:
                 pass
         return self._validate(compiled.validator, args)
 
-    @staticmethod
-    def _validate(validator: Any, args: Any) -> SchemaProblem | None:
+    def _validate(self, validator: Any, args: Any) -> SchemaProblem | None:
         # jsonschema (a tenth of a second to import) only once a call has failed its schema
         from jsonschema.exceptions import best_match
+        from referencing.exceptions import Unresolvable
 
-        errors = list(validator.iter_errors(args))
+        try:
+            errors = list(validator.iter_errors(args))
+        except Unresolvable as exc:  # a reference only a call's arguments reach
+            raise RuleFileError(self.path, f"a schema's $ref cannot be resolved: {exc}") from None
         if not errors:
             return None
         best = best_match(errors)

@@ -92,6 +92,7 @@ KEYS = (
     "counts",
     "max_calls",
     "schemas",
+    "schema_refs",
     "data_flow",
     "match",
     "arguments",
@@ -157,7 +158,8 @@ def _hard(out: RuleSet, data: Mapping[str, Any], path: str, python: bool) -> Rul
         # the schema machinery (~4 ms to import) loads only for rules that have schemas
         from .schemas import ToolSchemas
 
-        out = replace(out, schemas=ToolSchemas.from_definitions(data["schemas"], path))
+        refs = _schema_refs(data.get("schema_refs"), path)
+        out = replace(out, schemas=ToolSchemas.from_definitions(data["schemas"], path, refs))
     if data.get("data_flow"):
         out = replace(out, data_flow=tuple(_data_flow(data["data_flow"], path, python)))
     if data.get("match"):
@@ -169,6 +171,17 @@ def _hard(out: RuleSet, data: Mapping[str, Any], path: str, python: bool) -> Rul
     if data.get("free") is not None:
         out = replace(out, free=tuple(dict.fromkeys(_tools(data["free"], "free", path))))
     return out
+
+
+def _schema_refs(value: Any, path: str) -> list[str]:
+    """``schema_refs``: more places a schema's ``$ref`` may lead (folders relative to the
+    rule file's, made absolute; URL prefixes as they are)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise RuleFileError(path, "schema_refs must be a list of folders and URL prefixes")
+    base = os.path.dirname(path) if path and not path.startswith("<") else ""
+    return [v if "://" in v else os.path.abspath(os.path.join(base, v)) for v in value]
 
 
 def _unique_ids(rules: RuleSet, path: str) -> None:
