@@ -148,3 +148,23 @@ def test_the_findings_spool_writes_any_field_value(tmp_path: Path) -> None:
     assert orjson.loads(lines[0])["message"] == "call 4 run_shell: delete"
     assert json.loads(lines[1])["message"] == 2**70
     assert json.loads(lines[2])["preview"].startswith("<object object")
+
+
+def test_a_dataset_record_counts_every_finding_past_the_kept_ones(tmp_path: Path) -> None:
+    # a trace with more findings than a result keeps: its record's counts are exact
+    from toolscore.dataset import evaluate_dataset
+    from toolscore.pipeline import MAX_KEPT_FINDINGS
+
+    n = MAX_KEPT_FINDINGS + 500
+    traces = tmp_path / "traces.jsonl"
+    with open(traces, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            call = {"trace_id": "t1", "tool": "run_shell", "args": {"command": f"ls {i}"}}
+            fh.write(json.dumps({**call, "result": "Error: no", "is_error": True}) + "\n")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"trace_id": "t1", "expected": [{"tool": "run_shell"}]}\n', encoding="utf-8")
+    result = evaluate_dataset(str(gold), str(traces))
+    (record,) = list(result)
+    assert record.findings["errors/failed_call"] == n
+    assert record.failed_calls == n
+    result.close()

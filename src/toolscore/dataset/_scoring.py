@@ -279,11 +279,14 @@ def _fill(
     failed = dict(result.failed_tools)
     retried: dict[str, int] = {}
     kinds: dict[str, int] = {}
-    for finding in result.findings:
-        kind = f"{finding.check}/{finding.kind}"
-        kinds[kind] = kinds.get(kind, 0) + 1
-        if finding.kind == "retry_after_error" and finding.tool is not None:
-            retried[finding.tool] = retried.get(finding.tool, 0) + 1
+    counted = result.finding_counts
+    if counted is None:  # (a result made without the pipeline's counts)
+        counted = Counter((f.check, f.kind, f.tool, f.rule) for f in result.findings)
+    for (check, kind, tool, _), n in counted.items():  # every finding, kept or not
+        name = f"{check}/{kind}"
+        kinds[name] = kinds.get(name, 0) + n
+        if kind == "retry_after_error" and tool is not None:
+            retried[tool] = retried.get(tool, 0) + n
     record.findings = kinds
     record.failed_calls = sum(failed.values())
     record.retries = sum(retried.values())
