@@ -86,6 +86,7 @@ def _drive(
     tally = Tally(work, group_by=cfg.group_by)
     seen = _Seen(os.path.join(work, "seen.sqlite"), spec.by_base_name)
     writer = _Writer(per_trace) if per_trace else None
+    ended = False
     problems: list[str] = list(spec.problems)
     missing_trace: list[str] = []
     base: dict[str, int] = {}
@@ -301,13 +302,14 @@ def _drive(
                 take(no_trace)
                 no_trace = []
         take(no_trace)
+        ended = True
     finally:
         seen.close()
         if early is not None:
             early.discard()
         tally.close()
         if writer is not None:
-            writer.close()
+            writer.close() if ended else writer.discard()
     tasks_path = os.path.join(work, "tasks.jsonl")
     tasks_count = 0
     with open(tasks_path, "wb") as f:
