@@ -5,12 +5,14 @@ score gold without a trace, and add every record up (and write it) as its part f
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from .._interrupt import Interrupted, active
 from ..parts.engine import PartLost, run_parts
 from ._dask import _scattered_here, with_data
 from ._per_trace import _Writer
@@ -66,6 +68,29 @@ def _shift_error(text: str, url: str, shift: int) -> str:
     return text
 
 
+def _stopping() -> Callable[[], bool]:
+    """Whether a signal asked the run to stop (the command line's handlers,
+    :mod:`toolscore._interrupt`): the parts read so far are then the run's."""
+    stop = active()
+
+    def asked() -> bool:
+        if stop is None:
+            return False
+        try:
+            stop.check()  # (taken up: the signal is not sent again to end a read)
+        except Interrupted:
+            return True
+        return False
+
+    return asked
+
+
+def _leave_signals_to_the_driver() -> None:
+    """In a pool's worker: Ctrl-C (sent to the whole process group by a terminal) is the
+    driver's to handle; it ends the workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _drive(
     parts: list[Part],
     cfg: Config,
@@ -86,6 +111,9 @@ def _drive(
     tally = Tally(work, group_by=cfg.group_by)
     seen = _Seen(os.path.join(work, "seen.sqlite"), spec.by_base_name)
     writer = _Writer(per_trace) if per_trace else None
+    stopping = _stopping()
+    stopped = False
+    """A signal stopped the run: what was read is the result."""
     ended = False
     problems: list[str] = list(spec.problems)
     missing_trace: list[str] = []
@@ -244,10 +272,25 @@ def _drive(
         here=_scattered_here(cfg),
         send=with_data,
         preload=("toolscore.dataset.worker", "toolscore.api"),
+        setup=_leave_signals_to_the_driver,
+        stop=stopping,
     )
-    try:
-        for outcome in run(list(parts)):
+
+    def taken(outcomes: Iterable[PartResult | PartLost]) -> bool:
+        """Handle each outcome; False when a signal stopped the run on the way."""
+        for outcome in outcomes:
+            if isinstance(outcome, PartLost) and stopping():
+                break  # (ended by the signal: not lost, not read)
             handle(outcome)
+        if not stopping():
+            return True
+        problem(f"{active_description()}: the traces read before it are the result")
+        if regroup.held:
+            settle()
+        return False
+
+    try:
+        stopped = not taken(run(list(parts)))
         # then the parts that group the scattered lines of each file whose lines interleave
         # (a file whose scatter range was lost is grouped whole, by one worker, instead)
         grouping: list[Part] = []
@@ -275,14 +318,14 @@ def _drive(
                     share[g.index] = size * mine // framed
                 grouping += gathering
         parts.extend(grouping)
-        for outcome in run(grouping) if grouping else ():
-            handle(outcome)
+        if not stopped and grouping:
+            stopped = not taken(run(grouping))
         for ranges in scattered.values():
             for _, path, _, _ in ranges:
                 remove_location(path, cfg.storage_options)
         no_trace: list[TraceRecord] = []
         lookup = gold_lookup(spec) if cfg.missing_trace == "empty" else None
-        for gold_id in seen.missing(spec):
+        for gold_id in () if stopped else seen.missing(spec):
             if len(missing_trace) < MAX_LISTED:
                 missing_trace.append(gold_id)
             order = (len(parts), len(no_trace))
@@ -343,4 +386,11 @@ def _drive(
         checks_only=spec.kind == "none",
         groups=group_tables(agg.groups, tally.tasks.by_group, [k for k, *_ in pass_k]),
         ks=ks,
+        interrupted=stopped,
     )
+
+
+def active_description() -> str:
+    """``"interrupted by SIGINT (Ctrl-C)"`` (or SIGTERM)."""
+    stop = active()
+    return stop.describe() if stop is not None else "interrupted"

@@ -13,11 +13,12 @@ and the size of a part here. Every name is re-exported here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -172,7 +173,8 @@ def evaluate_dataset(
         )
         inputs = list_inputs(traces, options)
         if client is None and (scheduler is not None or engine == "dask"):
-            client = own_client = _connect(scheduler)
+            with _scratch_in(work):  # a local cluster's files: removed with the run's
+                client = own_client = _connect(scheduler)
         # the work directory, when every worker sees it (a Dask cluster's may not); else
         # the shared directory given, for the files every worker must read
         local_disk = work if client is None or workers_share(client, work) else None
@@ -251,6 +253,19 @@ def evaluate_dataset(
             remove_location(shared, options, recursive=True)
         if own_client is not None:
             own_client.close()
+
+
+@contextlib.contextmanager
+def _scratch_in(work: str) -> Iterator[None]:
+    """Dask's temporary directory (a local cluster's workers' files and locks, otherwise
+    ``$TMPDIR/dask-scratch-space``, left behind) inside the run's work directory."""
+    try:
+        import dask  # optional (the dask extra): only when a cluster is started
+    except ImportError:  # pragma: no cover - depends on the extras installed
+        yield
+        return
+    with dask.config.set({"temporary-directory": work}):
+        yield
 
 
 async def aevaluate_dataset(
