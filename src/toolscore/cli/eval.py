@@ -76,6 +76,7 @@ def eval_command(
     scheduler: opt.SchedulerOption = None,
     shared_dir: opt.SharedDirOption = None,
     interleaved: opt.InterleavedOption = False,
+    follow_symlinks: opt.FollowSymlinksOption = False,
     missing_trace: opt.MissingTraceOption = "empty",
     pass_rule: opt.PassRuleOption = None,
     no_side_effects: opt.NoSideEffectsOption = False,

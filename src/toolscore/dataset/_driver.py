@@ -15,6 +15,7 @@ from typing import Any
 from .._interrupt import Interrupted, active
 from ..parts.engine import PartLost, run_parts
 from ._dask import _scattered_here, with_data
+from ._files import printable_name
 from ._per_trace import _Writer
 from ._result import DatasetResult, _dump_task
 from ._seen import _Seen
@@ -68,6 +69,19 @@ def _shift_error(text: str, url: str, shift: int) -> str:
     return text
 
 
+def _printable(records: list[TraceRecord]) -> list[TraceRecord]:
+    """``records`` with the file names in them as text a report can hold (a name that is not
+    UTF-8, ``b\\xff.jsonl``, has its bytes written out: :func:`~._files.printable_name`)."""
+    for r in records:
+        if r.source is not None:
+            r.source = printable_name(r.source)
+        if r.error is not None:
+            r.error = printable_name(r.error)
+        r.trace_id = printable_name(r.trace_id)
+        r.task = printable_name(r.task)
+    return records
+
+
 def _stopping() -> Callable[[], bool]:
     """Whether a signal asked the run to stop (the command line's handlers,
     :mod:`toolscore._interrupt`): the parts read so far are then the run's."""
@@ -107,6 +121,7 @@ def _drive(
     on_progress: Callable[[int, int | None, int, int], None] | None,
     on_problem: Callable[[str], None] | None,
     ks: tuple[int, ...] | None = None,
+    notes: Iterable[str] = (),
 ) -> DatasetResult:
     tally = Tally(work, group_by=cfg.group_by)
     seen = _Seen(os.path.join(work, "seen.sqlite"), spec.by_base_name)
@@ -130,11 +145,14 @@ def _drive(
         if on_problem is not None:
             on_problem(text)
 
+    for note in notes:  # (found before the run: links not followed)
+        problem(note)
+
     def retried(part: Part, reason: str) -> None:
         problem(f"{reason} while evaluating {part.describe()}; its traces are evaluated again")
 
     def take(records: list[TraceRecord]) -> None:
-        for r in records:
+        for r in _printable(records):
             if on_record is not None:
                 on_record(r)
             r.ci = None
@@ -146,7 +164,7 @@ def _drive(
 
     def mark_duplicates(records: list[TraceRecord]) -> None:
         # pieces of one trace in one file were regrouped: a second sighting is another file
-        duplicated(seen.add(records))
+        duplicated(seen.add(_printable(records)))
 
     def duplicated(records: list[TraceRecord]) -> None:
         for r in records:
@@ -169,7 +187,7 @@ def _drive(
         or dropped and the held records taken."""
         nonlocal early
         for records in batches:
-            regroup.hold(part, records)
+            regroup.hold(part, _printable(records))
             if not can_early or regroup.scattered:
                 continue
             if early is None:
