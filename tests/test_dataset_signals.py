@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -105,15 +107,20 @@ ENGINES = {
     ],
 )
 def test_a_signal_stops_a_dataset_run_with_its_reports(
-    tmp_path: Path, dataset: tuple[Path, Path], engine: str, signum: int
+    tmp_path: Path,
+    dataset: tuple[Path, Path],
+    engine: str,
+    signum: int,
+    request: pytest.FixtureRequest,
 ) -> None:
     if engine == "dask":
         pytest.importorskip("distributed")
     gold, traces = dataset
     out = tmp_path / "out"
     out.mkdir()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    # a TMPDIR of the run's own, short: the pool's forkserver puts its socket there
+    tmp = Path(tempfile.mkdtemp(prefix="tss-"))
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
     per_trace = out / "per-trace.jsonl"
     per_trace.write_bytes(b"old\n")
     env = cli_env()
