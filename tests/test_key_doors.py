@@ -154,7 +154,8 @@ def test_the_pytest_plugin_report(tmp_path: Path) -> None:
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_XDIST_WORKER", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--toolscore-report={report}"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--toolscore-report={report}",
+         f"--toolscore-report={report.with_suffix('.md')}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120,
         check=False,
     )  # fmt: skip

@@ -70,7 +70,8 @@ def _check_sample_report(report: Path) -> None:
 
 def test_sample_project_report_and_readable_failures(tmp_path: Path) -> None:
     report = tmp_path / "out" / "report.json"
-    proc = run_pytest(SAMPLE, f"--toolscore-report={report}")
+    markdown = report.with_suffix(".md")
+    proc = run_pytest(SAMPLE, f"--toolscore-report={report}", f"--toolscore-report={markdown}")
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr
     assert "2 failed, 2 passed" in out
@@ -84,14 +85,17 @@ def test_sample_project_report_and_readable_failures(tmp_path: Path) -> None:
     assert "Fix: call 2 `run_shell` matches forbidden rule 1" in out
     # the plugin's own frames are hidden from the traceback
     assert "pytest_plugin.py" not in out
-    assert f"toolscore: 4 evaluation(s), 2 failed; report: {report}" in out
+    assert f"toolscore: 4 evaluation(s), 2 failed; report: {report} and {markdown}" in out
     _check_sample_report(report)
 
 
 def test_sample_project_under_xdist_merges_the_workers_reports(tmp_path: Path) -> None:
     pytest.importorskip("xdist")
-    report = tmp_path / "report.md"  # a .md path: Markdown there, JSON next to it
-    proc = run_pytest(SAMPLE, "-n", "2", f"--toolscore-report={report}")
+    report = tmp_path / "report.md"
+    proc = run_pytest(
+        SAMPLE, "-n", "2", f"--toolscore-report={report}",
+        f"--toolscore-report={report.with_suffix('.json')}",
+    )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "2 failed, 2 passed" in proc.stdout
     assert "created: 2/2 workers" in proc.stdout
@@ -246,3 +250,59 @@ def test_a_pass_rule_in_the_marker_decides_assert_tools(tmp_path: Path) -> None:
     assert "1 failed, 1 passed, 1 error" in proc.stdout, proc.stdout
     assert "match superset failed" in proc.stdout
     assert "unknown term 'sometimes'" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("named", "beside"), [("tests/gold.md", "tests/gold.json"), ("README.json", "README.md")]
+)
+def test_the_report_is_written_at_its_path_only(tmp_path: Path, named: str, beside: str) -> None:
+    project = _project(
+        tmp_path,
+        {
+            beside: "not the run's: kept\n",
+            "tests/test_one.py": """
+                def test_one(toolscore):
+                    toolscore.assert_tools([{"tool": "a"}], [{"tool": "a"}])
+            """,
+        },
+    )
+    proc = run_pytest(project, f"--toolscore-report={named}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (project / beside).read_text(encoding="utf-8") == "not the run's: kept\n"
+    written = (project / named).read_text(encoding="utf-8")
+    if named.endswith(".md"):
+        assert written.startswith("# Toolscore test report")
+    else:
+        assert json.loads(written)["summary"]["evaluations"] == 1
+    assert sorted(p.name for p in project.rglob("*") if p.name.startswith(".toolscore")) == []
+
+
+def test_a_marker_rule_file_is_read_from_the_test_files_directory(tmp_path: Path) -> None:
+    project = _project(
+        tmp_path,
+        {
+            "tests/rules.json": '[{"tool": "drop_table"}]',
+            "tests/test_rules.py": """
+                import pytest
+
+                @pytest.mark.toolscore(forbidden="rules.json", min_score=0.0)
+                def test_forbidden(toolscore):
+                    toolscore.assert_tools([{"tool": "a"}], [{"tool": "drop_table"}])
+
+                @pytest.mark.toolscore(forbidden="missing.json")
+                def test_missing(toolscore):
+                    pass
+            """,
+        },
+    )
+    for cwd in (project, project / "tests"):
+        proc = run_pytest(cwd, "-rA")
+        out = proc.stdout
+        assert "1 failed, 1 error" in out, out
+        assert "FORBIDDEN call 1 drop_table matches forbidden rule 1" in out
+        missing = project / "tests" / "missing.json"
+        assert (
+            f"toolscore: forbidden rule file {missing} not found ('missing.json', relative to "
+            "the test file's directory)" in out
+        )
+        assert "Traceback" not in out and "FileNotFoundError" not in out

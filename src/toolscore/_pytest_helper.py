@@ -40,7 +40,7 @@ class _Defaults:
             weights = parse_weights([x for line in lines for x in line.split(",") if x.strip()])
         forbidden: Any = config.getini("toolscore_forbidden") or None
         if forbidden:
-            forbidden = str(Path(str(config.rootpath)) / str(forbidden))
+            forbidden = _rule_file(Path(str(config.rootpath)), forbidden, "the rootdir")
         min_text = str(config.getini("toolscore_min_score") or "").strip()
         min_score: float | None = float(min_text) if min_text else None
         pass_rule: str | None = str(config.getini("toolscore_pass") or "").strip() or None
@@ -61,9 +61,7 @@ class _Defaults:
                 forbidden = kwargs["forbidden"]
                 if isinstance(forbidden, (str, os.PathLike)):
                     base = Path(str(request.node.path)).parent
-                    candidate = Path(forbidden)
-                    if not candidate.is_absolute() and (base / candidate).exists():
-                        forbidden = str(base / candidate)
+                    forbidden = _rule_file(base, forbidden, "the test file's directory")
             if "min_score" in kwargs:
                 min_score = kwargs["min_score"]
         self.weights: Mapping[str, float] | None = weights
@@ -72,6 +70,19 @@ class _Defaults:
         self.criterion = None if pass_rule is None else _criterion(pass_rule)
         """The test's pass rule (``pass_rule=`` or ``toolscore_pass``), which replaces the
         minimum score's: ``assert_tools`` then fails exactly when its verdict does not pass."""
+
+
+def _rule_file(base: Path, path: str | os.PathLike[str], where: str) -> str:
+    """A rule file's path, a relative one read from ``base`` (whatever the current
+    directory); a missing one fails the test in one line naming it."""
+    found = base / Path(path)  # (an absolute path stays as it is)
+    if not found.is_file():
+        pytest.fail(
+            f"toolscore: forbidden rule file {found} not found ({os.fspath(path)!r}, relative "
+            f"to {where})",
+            pytrace=False,
+        )
+    return str(found)
 
 
 def _criterion(rule: Any) -> PassCriterion:

@@ -96,16 +96,16 @@ def start_recording(config: pytest.Config) -> None:
     config.stash[_RECORDER] = Recorder()
 
 
-def _report_paths(path: str) -> tuple[Path, Path]:
-    target = Path(path)
-    if target.suffix.lower() == ".md":
-        return target.with_suffix(".json"), target
-    return target, target.with_suffix(".md")
+def write_session_report(
+    paths: str | Sequence[str], entries: Sequence[Mapping[str, Any]]
+) -> list[Path]:
+    """Write the session report at each of ``paths`` (Markdown for a path ending in ``.md``,
+    JSON otherwise), and nowhere else: no file beside it is made or replaced. Returns the
+    paths written."""
+    # the plugin loads in every pytest run: the output writer only once a report is written
+    from .outputs import write_report
 
-
-def write_session_report(path: str, entries: Sequence[Mapping[str, Any]]) -> tuple[Path, Path]:
-    """Write the session report (JSON at ``path``, Markdown next to it); their paths."""
-    json_path, md_path = _report_paths(path)
+    targets = [Path(paths)] if isinstance(paths, str) else [Path(p) for p in paths]
     failed = sum(1 for e in entries if e.get("passed") is False)
     scores = [e["score"] for e in entries if isinstance(e.get("score"), (int, float))]
     summary = {
@@ -116,12 +116,14 @@ def write_session_report(path: str, entries: Sequence[Mapping[str, Any]]) -> tup
         "findings": sum(int(e.get("findings_total") or 0) for e in entries),
     }
     record = {"summary": summary, "evaluations": list(entries)}
-    for target in (json_path, md_path):
-        if target.parent and not target.parent.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    md_path.write_text(_markdown(summary, entries), encoding="utf-8")
-    return json_path, md_path
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.suffix.lower() == ".md":
+            text = _markdown(summary, entries)
+        else:
+            text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+        write_report(target, text.encode("utf-8"))
+    return targets
 
 
 def _fence(text: str) -> str:

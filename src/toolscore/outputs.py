@@ -5,7 +5,9 @@ A report path may be
 
 - a regular file, or a path that does not exist yet: the report is written to a temporary file
   beside it and renamed onto it at the end (a reader never sees half a report, and an old report
-  stays whole when the run fails);
+  stays whole when the run fails); the temporary file is created exclusively under a name
+  nobody can predict (:func:`tempfile.mkstemp`), so a link planted beside the report cannot
+  redirect the write;
 - a symbolic link: the same, onto the link's target (the link stays a link);
 - a device node (``/dev/null``, ``/dev/stdout``, a terminal), a FIFO or a socket: the report is
   built in the system's temporary directory and copied into it at the end, opened like ``>``
@@ -14,12 +16,17 @@ A report path may be
 :func:`refuse_overlap` stops a run before anything is written when an output is one of the
 inputs (the same file, by device and inode, however named: ``-o trace.json``, a hard link, a
 symbolic link) or two outputs are the same file: a usage error, exit 2.
+
+:class:`AtomicOutput` is the one way a report is written (every report of every door, the
+per-trace file, baselines, the pytest plugin's report): :func:`write_report` for a report made
+at once, the class itself for one written as the run goes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -30,9 +37,10 @@ from typing import IO, TYPE_CHECKING
 from .errors import UsageError
 
 if TYPE_CHECKING:
-    pass
+    from types import TracebackType
 
 __all__ = [
+    "AtomicOutput",
     "OutputTarget",
     "file_mode",
     "open_append",
@@ -202,36 +210,97 @@ def open_append(path: str) -> int:
     return os.open(path, flags, 0o644)
 
 
+class AtomicOutput:
+    """A report being written (see the module's docstring): :attr:`file` is an exclusive
+    temporary file beside the report (or in the system's temporary directory for a device,
+    FIFO or socket); :meth:`commit` renames it onto the report (or copies it through), and
+    :meth:`discard` removes it, leaving an old report whole. As a context manager: committed
+    when the block ends normally, discarded when it raises.
+
+    Raises (the constructor and :meth:`commit`):
+        OSError: naming ``path`` as given.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, suffix: str = ".part") -> None:
+        self.path = os.fspath(path)
+        self.suffix = suffix
+        try:
+            self.target = resolve_output(self.path)
+            fd, self.temp = tempfile.mkstemp(
+                prefix=".toolscore-", suffix=suffix, dir=self.target.temp_directory
+            )
+        except OSError as exc:
+            raise user_os_error(exc, self.path) from None
+        self.file: IO[bytes] = os.fdopen(fd, "w+b")
+        self.done = False
+        """Committed or discarded."""
+
+    @property
+    def directory(self) -> str:
+        """Where the temporary file is (other temporary files of the report go there too)."""
+        return self.target.temp_directory
+
+    def sibling(self) -> AtomicOutput:
+        """Another temporary file for the same report (one rewritten whole, then taking this
+        one's place: :meth:`discard` this one)."""
+        return AtomicOutput(self.path, suffix=self.suffix)
+
+    def commit(self) -> None:
+        """Put the written file in place of the report (see the class's docstring)."""
+        if self.done:
+            return
+        try:
+            self.file.close()
+            if self.target.stream:
+                with open(self.temp, "rb") as src, open_stream(self.path) as out:
+                    shutil.copyfileobj(src, out, 1 << 20)  # no seek: a FIFO has none
+                os.unlink(self.temp)
+            else:
+                os.chmod(self.temp, file_mode())  # mkstemp's 0600 -> what open() would give
+                os.replace(self.temp, self.target.real)
+        except OSError as exc:
+            self.discard()
+            raise user_os_error(exc, self.path) from None
+        except BaseException:
+            self.discard()
+            raise
+        self.done = True
+
+    def discard(self) -> None:
+        """Remove the temporary file (the report, if any, stays as it was)."""
+        self.done = True
+        with contextlib.suppress(OSError):
+            self.file.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.temp)
+
+    def __enter__(self) -> AtomicOutput:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+            return
+        self.discard()
+        if isinstance(exc, OSError) and exc.filename is None:  # a write: name the report
+            raise user_os_error(exc, self.path) from None
+
+
 def write_report(path: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
-    """Write a whole report to ``path``: through a device, FIFO or socket; otherwise into a
-    temporary file beside the file (or the target of a symbolic link) renamed onto it.
-    ``data`` may be the report's chunks, written as they come (a report larger than memory).
+    """Write a whole report to ``path`` through an :class:`AtomicOutput`. ``data`` may be
+    the report's chunks, written as they come (a report larger than memory).
 
     Raises:
         OSError: naming ``path`` as given.
     """
-    name = os.fspath(path)
-    try:
-        target = resolve_output(name)
-        chunks = (data,) if isinstance(data, bytes) else data
-        if target.stream:
-            with open_stream(name) as out:
-                for chunk in chunks:
-                    out.write(chunk)
-            return
-        fd, temp = tempfile.mkstemp(prefix=".toolscore-", suffix=".part", dir=target.temp_directory)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                for chunk in chunks:
-                    out.write(chunk)
-            os.chmod(temp, file_mode())
-            os.replace(temp, target.real)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-    except OSError as exc:
-        raise user_os_error(exc, name) from None
+    with AtomicOutput(path) as output:
+        for chunk in (data,) if isinstance(data, bytes) else data:
+            output.file.write(chunk)
 
 
 def file_mode() -> int:

@@ -18,11 +18,14 @@ Defaults for a module, class or test: the marker
 ``@pytest.mark.toolscore(weights={...}, forbidden=[...] or "rules.json", min_score=0.9)``
 (``pytestmark = pytest.mark.toolscore(...)`` for a whole module; the closest marker wins),
 over the ini options ``toolscore_weights`` (lines ``NAME=VALUE``), ``toolscore_forbidden``
-(a rule file, relative to the rootdir) and ``toolscore_min_score``. With default forbidden
+(a rule file, relative to the rootdir) and ``toolscore_min_score``. A marker's rule file is
+read relative to the test file's directory (whatever the current directory); a missing one
+fails the test in one line naming it. With default forbidden
 rules, ``assert_tools`` also fails on a forbidden call.
 
-``--toolscore-report PATH`` writes the session report: JSON at ``PATH`` and Markdown next to
-it (``PATH`` with the suffix ``.md``; a ``PATH`` ending in ``.md`` gets the JSON at ``.json``).
+``--toolscore-report PATH`` writes the session report at ``PATH``, and only there: Markdown
+when ``PATH`` ends in ``.md``, JSON otherwise (given twice, ``--toolscore-report=r.json
+--toolscore-report=r.md``, both). No other file is made or replaced.
 One entry per evaluation: the test, what was evaluated, score, grade, pass or fail, findings
 (redacted messages; never arguments). Under pytest-xdist each worker sends its entries to the
 controller (``workeroutput``), which merges them into the one report, in test order.
@@ -59,10 +62,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--toolscore-report",
         dest="toolscore_report",
+        action="append",
         default=None,
         metavar="PATH",
-        help="Write a report of every toolscore evaluation of the session (JSON at PATH, "
-        "Markdown next to it).",
+        help="Write a report of every toolscore evaluation of the session at PATH (Markdown "
+        "for a .md PATH, else JSON); repeat for both.",
     )
     group.addoption(
         "--toolscore-gold-dir",
@@ -203,14 +207,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if workeroutput is not None:  # an xdist worker: hand the entries to the controller
         workeroutput[_WORKER_KEY] = json.dumps(recorder.entries)
         return
-    path = config.getoption("toolscore_report")
-    if path:
+    paths = config.getoption("toolscore_report")
+    if paths:
         entries = sorted(recorder.entries, key=lambda e: float(e.get("time") or 0.0))
-        json_path, md_path = write_session_report(path, entries)
-        config.stash[_WRITTEN] = (json_path, md_path)
+        config.stash[_WRITTEN] = write_session_report(paths, entries)
 
 
-_WRITTEN = pytest.StashKey[tuple[Path, Path]]()
+_WRITTEN = pytest.StashKey[list[Path]]()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -230,5 +233,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     line = f"toolscore: {len(entries)} evaluation(s), {failed} failed"
     written = config.stash.get(_WRITTEN, None)
     if written is not None:
-        line += f"; report: {written[0]} and {written[1]}"
+        line += "; report: " + " and ".join(map(str, written))
     terminalreporter.write_line(line)

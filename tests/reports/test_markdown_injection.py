@@ -72,7 +72,7 @@ def test_the_pytest_plugins_report(tmp_path: Path) -> None:
     for payload in PAYLOADS:
         recorder.record(f"test_x.py::test_a[{payload}]", payload, result, passed=False)
     recorder.record("test_x.py::test_b", "assert_tools", None, passed=False, failure=FENCE + IMG)
-    _, md_path = write_session_report(str(tmp_path / "report.json"), recorder.entries)
+    (md_path,) = write_session_report(str(tmp_path / "report.md"), recorder.entries)
     markdown = md_path.read_text("utf-8")
     _assert_inert(markdown)
     html = _html(markdown)

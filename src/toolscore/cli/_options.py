@@ -68,6 +68,7 @@ class DatasetOptions:
     scheduler: str | None = None
     shared_dir: str | None = None
     interleaved: bool = False
+    follow_symlinks: bool = False
     missing_trace: str = "empty"
     """Gold without a trace: ``empty`` (a trial of zero calls, scored) or ``skip``."""
     default_gold: str | None = None
@@ -90,6 +91,7 @@ class DatasetOptions:
                 self.scheduler,
                 self.shared_dir,
                 self.interleaved,
+                self.follow_symlinks,
                 self.missing_trace != "empty",
             )
         )
@@ -388,6 +390,14 @@ SharedDirOption = Annotated[
         "such as s3://bucket/tmp/) the workers and this process share, when they do not share "
         "this machine's disk: large compressed and interleaved files then go to the workers "
         "through it, not through this machine.",
+    ),
+]
+FollowSymlinksOption = Annotated[
+    bool,
+    typer.Option(
+        "--follow-symlinks",
+        help="Dataset: read what symbolic links in the trace or gold directory lead to outside "
+        "it (by default they are skipped, each named in a warning).",
     ),
 ]
 InterleavedOption = Annotated[

@@ -4,7 +4,7 @@
 URL, when GOLD is a directory or a JSON Lines gold keyed by trace id, or when a dataset option
 is given (``--trace-key``, ``--task-key``, ``--task-regex``, ``--group-by``, ``--k``,
 ``--per-trace``, ``--min-pass-rate``, ``--engine``, ``--scheduler``, ``--shared-dir``,
-``--interleaved``).
+``--interleaved``, ``--follow-symlinks``).
 Anything else is one trace, read exactly as before.
 """
 
@@ -179,6 +179,7 @@ def _run(
                 scheduler=options.scheduler,
                 shared_dir=options.shared_dir,
                 interleaved=options.interleaved,
+                follow_symlinks=options.follow_symlinks,
                 missing_trace=options.missing_trace,
                 default_gold=options.default_gold,
                 gold_by_base_name=options.gold_by_base_name,

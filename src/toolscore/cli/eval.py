@@ -76,6 +76,7 @@ def eval_command(
     scheduler: opt.SchedulerOption = None,
     shared_dir: opt.SharedDirOption = None,
     interleaved: opt.InterleavedOption = False,
+    follow_symlinks: opt.FollowSymlinksOption = False,
     missing_trace: opt.MissingTraceOption = "empty",
     pass_rule: opt.PassRuleOption = None,
     no_side_effects: opt.NoSideEffectsOption = False,
@@ -89,10 +90,10 @@ def eval_command(
     apply_settings(opts)
     stop = StopOnSignal(escalate_after=1.0)
     try:
-        if wants_dataset(opts.gold, opts.trace, dataset):
-            code = run_dataset(opts, dataset)
-        else:
-            with stop:
+        with stop:  # one handling of signals for one trace and a dataset, in every engine
+            if wants_dataset(opts.gold, opts.trace, dataset):
+                code = stop.exit_status(run_dataset(opts, dataset))
+            else:
                 code = stop.exit_status(run_eval(opts))
     except (KeyboardInterrupt, Terminated):  # a second signal: stopped at once, cleaned up
         error_line("interrupted")

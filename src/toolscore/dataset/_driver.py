@@ -5,14 +5,17 @@ score gold without a trace, and add every record up (and write it) as its part f
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from .._interrupt import Interrupted, active
 from ..parts.engine import PartLost, run_parts
 from ._dask import _scattered_here, with_data
+from ._files import printable_name
 from ._per_trace import _Writer
 from ._result import DatasetResult, _dump_task
 from ._seen import _Seen
@@ -74,6 +77,42 @@ def _shift_error(text: str, url: str, shift: int) -> str:
     return text
 
 
+def _printable(records: list[TraceRecord]) -> list[TraceRecord]:
+    """``records`` with the file names in them as text a report can hold (a name that is not
+    UTF-8, ``b\\xff.jsonl``, has its bytes written out: :func:`~._files.printable_name`)."""
+    for r in records:
+        if r.source is not None:
+            r.source = printable_name(r.source)
+        if r.error is not None:
+            r.error = printable_name(r.error)
+        r.trace_id = printable_name(r.trace_id)
+        r.task = printable_name(r.task)
+    return records
+
+
+def _stopping() -> Callable[[], bool]:
+    """Whether a signal asked the run to stop (the command line's handlers,
+    :mod:`toolscore._interrupt`): the parts read so far are then the run's."""
+    stop = active()
+
+    def asked() -> bool:
+        if stop is None:
+            return False
+        try:
+            stop.check()  # (taken up: the signal is not sent again to end a read)
+        except Interrupted:
+            return True
+        return False
+
+    return asked
+
+
+def _leave_signals_to_the_driver() -> None:
+    """In a pool's worker: Ctrl-C (sent to the whole process group by a terminal) is the
+    driver's to handle; it ends the workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _drive(
     parts: list[Part],
     cfg: Config,
@@ -90,10 +129,15 @@ def _drive(
     on_progress: Callable[[int, int | None, int, int], None] | None,
     on_problem: Callable[[str], None] | None,
     ks: tuple[int, ...] | None = None,
+    notes: Iterable[str] = (),
 ) -> DatasetResult:
     tally = Tally(work, group_by=cfg.group_by)
     seen = _Seen(os.path.join(work, "seen.sqlite"), spec.by_base_name)
     writer = _Writer(per_trace) if per_trace else None
+    stopping = _stopping()
+    stopped = False
+    """A signal stopped the run: what was read is the result."""
+    ended = False
     problems: list[str] = list(spec.problems)
     missing_trace: list[str] = []
     base: dict[str, int] = {}
@@ -109,11 +153,14 @@ def _drive(
         if on_problem is not None:
             on_problem(text)
 
+    for note in notes:  # (found before the run: links not followed)
+        problem(note)
+
     def retried(part: Part, reason: str) -> None:
         problem(f"{reason} while evaluating {part.describe()}; its traces are evaluated again")
 
     def take(records: list[TraceRecord]) -> None:
-        for r in records:
+        for r in _printable(records):
             if on_record is not None:
                 on_record(r)
             r.ci = None
@@ -125,7 +172,7 @@ def _drive(
 
     def mark_duplicates(records: list[TraceRecord]) -> None:
         # pieces of one trace in one file were regrouped: a second sighting is another file
-        duplicated(seen.add(records))
+        duplicated(seen.add(_printable(records)))
 
     def duplicated(records: list[TraceRecord]) -> None:
         for r in records:
@@ -148,7 +195,7 @@ def _drive(
         or dropped and the held records taken."""
         nonlocal early
         for records in batches:
-            regroup.hold(part, records)
+            regroup.hold(part, _printable(records))
             if not can_early or regroup.scattered:
                 continue
             if early is None:
@@ -261,11 +308,26 @@ def _drive(
         here=_scattered_here(cfg),
         send=with_data,
         preload=("toolscore.dataset.worker", "toolscore.api"),
+        setup=_leave_signals_to_the_driver,
+        stop=stopping,
     )
-    try:
+
+    def taken(outcomes: Iterable[PartResult | PartLost]) -> bool:
+        """Handle each outcome; False when a signal stopped the run on the way."""
         with records_progress(in_process if on_progress is not None else None):
-            for outcome in run(list(parts)):
+            for outcome in outcomes:
+                if isinstance(outcome, PartLost) and stopping():
+                    break  # (ended by the signal: not lost, not read)
                 handle(outcome)
+        if not stopping():
+            return True
+        problem(f"{active_description()}: the traces read before it are the result")
+        if regroup.held:
+            settle()
+        return False
+
+    try:
+        stopped = not taken(run(list(parts)))
         # then the parts that group the scattered lines of each file whose lines interleave
         # (a file whose scatter range was lost is grouped whole, by one worker, instead)
         grouping: list[Part] = []
@@ -293,15 +355,14 @@ def _drive(
                     share[g.index] = size * mine // framed
                 grouping += gathering
         parts.extend(grouping)
-        with records_progress(in_process if on_progress is not None else None):
-            for outcome in run(grouping) if grouping else ():
-                handle(outcome)
+        if not stopped and grouping:
+            stopped = not taken(run(grouping))
         for ranges in scattered.values():
             for _, path, _, _ in ranges:
                 remove_location(path, cfg.storage_options)
         no_trace: list[TraceRecord] = []
         lookup = gold_lookup(spec) if cfg.missing_trace == "empty" else None
-        for gold_id in seen.missing(spec):
+        for gold_id in () if stopped else seen.missing(spec):
             if len(missing_trace) < MAX_LISTED:
                 missing_trace.append(gold_id)
             order = (len(parts), len(no_trace))
@@ -321,13 +382,14 @@ def _drive(
                 take(no_trace)
                 no_trace = []
         take(no_trace)
+        ended = True
     finally:
         seen.close()
         if early is not None:
             early.discard()
         tally.close()
         if writer is not None:
-            writer.close()
+            writer.close() if ended else writer.discard()
     tasks_path = os.path.join(work, "tasks.jsonl")
     tasks_count = 0
     with open(tasks_path, "wb") as f:
@@ -361,4 +423,11 @@ def _drive(
         checks_only=spec.kind == "none",
         groups=group_tables(agg.groups, tally.tasks.by_group, [k for k, *_ in pass_k]),
         ks=ks,
+        interrupted=stopped,
     )
+
+
+def active_description() -> str:
+    """``"interrupted by SIGINT (Ctrl-C)"`` (or SIGTERM)."""
+    stop = active()
+    return stop.describe() if stop is not None else "interrupted"

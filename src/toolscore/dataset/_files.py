@@ -4,7 +4,7 @@ removed, locally or through fsspec."""
 
 from __future__ import annotations
 
-import glob as globlib
+import fnmatch
 import os
 import shutil
 from dataclasses import dataclass
@@ -50,9 +50,19 @@ class Input:
         return self.local or self.url
 
 
+def printable_name(path: str) -> str:
+    """``path`` as text: the bytes of a file name that are not UTF-8 (which Python keeps as
+    lone surrogates, and no report can hold) written as ``\\xNN``."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
+
+
 def trace_name(relative: str) -> str:
-    """``a/b.jsonl.gz`` -> ``a/b``."""
-    name = relative.replace(os.sep, "/")
+    """``a/b.jsonl.gz`` -> ``a/b`` (see :func:`printable_name`)."""
+    name = printable_name(relative).replace(os.sep, "/")
     changed = True
     while changed:
         changed = False
@@ -67,8 +77,99 @@ def _glob_chars(path: str) -> bool:
     return any(ch in path for ch in "*?[")
 
 
-def list_inputs(traces: str, storage_options: dict[str, Any] | None = None) -> list[Input]:
-    """The files TRACES names, sorted by path.
+def _glob_base(pattern: str) -> tuple[str, list[str]]:
+    """``traces/**/*.jsonl`` -> ``("traces", ["**", "*.jsonl"])``: the directory before the
+    first wildcard, and the pattern's names below it."""
+    names = pattern.split(os.sep)
+    first = next(i for i, name in enumerate(names) if _glob_chars(name))
+    return os.sep.join(names[:first]) or ("/" if pattern.startswith(os.sep) else ""), [
+        name for name in names[first:] if name
+    ]
+
+
+def _matches(pattern: list[str], names: list[str]) -> bool:
+    """Whether the path ``names`` matches ``pattern`` as :func:`glob.glob` with
+    ``recursive=True`` does (``**``: any number of directories; a wildcard does not match a
+    name starting with ``.``)."""
+    if not pattern:
+        return not names
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        for i in range(len(names) + 1):
+            if _matches(rest, names[i:]):
+                return True
+            if i < len(names) and names[i].startswith("."):
+                return False
+        return False
+    if not names or (names[0].startswith(".") and not head.startswith(".")):
+        return False
+    return fnmatch.fnmatchcase(names[0], head) and _matches(rest, names[1:])
+
+
+def _walk(
+    base: str, pattern: list[str] | None, follow: bool, skipped: list[str] | None
+) -> list[str]:
+    """The files below ``base`` (those matching ``pattern``, for a glob; else every file
+    not hidden), sorted (see :func:`list_inputs` for links)."""
+    top = base or "."
+    root_real = os.path.realpath(top)
+    depth = None if pattern is None or "**" in pattern else len(pattern) - 1
+    seen_dirs = {root_real}
+    found: list[str] = []
+
+    def inside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+    def skip(path: str, why: str) -> None:
+        if skipped is not None:
+            skipped.append(f"{printable_name(path)}: {why}: skipped (--follow-symlinks reads it)")
+
+    for root, dirs, files in os.walk(top, followlinks=follow):
+        relative = [] if root == top else os.path.relpath(root, top).split(os.sep)
+        dirs.sort()
+        kept = []
+        for name in dirs:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                real = os.path.realpath(path)
+                if not follow:
+                    if not inside(path):
+                        skip(path, "a symbolic link out of the directory read")
+                    continue  # (a link inside it: its files are read where they are)
+                if real in seen_dirs:
+                    continue  # a loop, or a directory read already
+                seen_dirs.add(real)
+            if depth is not None and len(relative) >= depth:
+                continue
+            kept.append(name)
+        dirs[:] = kept
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            names = [*relative, name]
+            if pattern is None and name.startswith("."):
+                continue
+            if pattern is not None and not _matches(pattern, names):
+                continue
+            if os.path.islink(path) and not follow and not inside(path):
+                skip(path, "a symbolic link out of the directory read")
+                continue
+            if os.path.isfile(path):
+                found.append(path if base else os.path.join(*names))
+    return sorted(found)
+
+
+def list_inputs(
+    traces: str,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    follow_symlinks: bool = False,
+    skipped: list[str] | None = None,
+) -> list[Input]:
+    """The files TRACES names, sorted by path. In a local directory or glob, a symbolic link
+    that leads out of the directory read is skipped (never read, so nothing of its target
+    reaches a report), each one named in ``skipped``, and a link to a directory is not
+    entered (a loop of links ends); ``follow_symlinks`` follows both, each directory once.
 
     Raises:
         InputError: nothing matches, or a path does not exist.
@@ -95,27 +196,11 @@ def list_inputs(traces: str, storage_options: dict[str, Any] | None = None) -> l
             relative = name[len(base) :].lstrip("/") if name.startswith(base) else name
             url = f"{protocol}://{name.split('://', 1)[-1]}" if protocol != "file" else name
             found.append(Input(url, int(info.get("size") or 0), trace_name(relative)))
-    elif os.path.isdir(traces):
-        for root, dirs, files in os.walk(traces):
-            dirs.sort()
-            for file in sorted(files):
-                if file.startswith("."):
-                    continue
-                path = os.path.join(root, file)
-                found.append(
-                    Input(path, os.path.getsize(path), trace_name(os.path.relpath(path, traces)))
-                )
-    elif _glob_chars(traces):
-        base = os.path.dirname(traces.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0])
-        for path in sorted(globlib.glob(traces, recursive=True)):
-            if os.path.isfile(path):
-                found.append(
-                    Input(
-                        path,
-                        os.path.getsize(path),
-                        trace_name(os.path.relpath(path, base or ".")),
-                    )
-                )
+    elif os.path.isdir(traces) or _glob_chars(traces):
+        base, pattern = (traces, None) if os.path.isdir(traces) else _glob_base(traces)
+        for path in _walk(base, pattern, follow_symlinks, skipped):
+            relative = os.path.relpath(path, base or ".")
+            found.append(Input(path, os.path.getsize(path), trace_name(relative)))
     elif os.path.isfile(traces):
         found.append(Input(traces, os.path.getsize(traces), trace_name(os.path.basename(traces))))
     else:

@@ -1,13 +1,19 @@
 """The per-trace file (``per_trace=``, ``--per-trace``): each record as a JSON line as its
 part finishes, or a Parquet row, written in row groups through pyarrow (optional: the
 ``parquet`` extra; imported only when a Parquet file is written, and the writer's body is
-kept as it is for now, its imports included)."""
+kept as it is for now, its imports included).
+
+The file is written beside its place and renamed onto it when the run ends
+(:class:`toolscore.outputs.AtomicOutput`): a run that fails leaves an old file whole, and one
+stopped by a signal leaves the records of the traces it finished."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import IO, Any
 
 from ..errors import UsageError
+from ..outputs import AtomicOutput
 from .records import TraceRecord, record_fields
 
 
@@ -26,9 +32,8 @@ class _Writer:
                 raise UsageError(
                     f"{path}: Parquet needs pyarrow: pip install 'toolscore[parquet]'"
                 ) from None
-            self._f = None
-        else:
-            self._f = open(path, "wb")
+        self._output = AtomicOutput(path)
+        self._f = None if self.parquet else self._output.file
 
     @property
     def file(self) -> IO[bytes] | None:
@@ -61,23 +66,31 @@ class _Writer:
 
         table = pa.Table.from_pylist(self._rows, schema=_parquet_schema())
         if self._pq is None:
-            self._pq = pq.ParquetWriter(self.path, table.schema)
+            self._pq = pq.ParquetWriter(self._output.file, table.schema)
         self._pq.write_table(table)
         self._rows = []
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            return
-        self._flush()
-        if self._pq is None:
-            # optional dependency: pyarrow, for Parquet output only
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+        """Finish the file and put it in place."""
+        if self._f is None:
+            self._flush()
+            if self._pq is None:
+                # optional dependency: pyarrow, for Parquet output only
+                import pyarrow as pa
+                import pyarrow.parquet as pq
 
-            pq.write_table(pa.Table.from_pylist([], schema=_parquet_schema()), self.path)
-        else:
-            self._pq.close()
+                table = pa.Table.from_pylist([], schema=_parquet_schema())
+                pq.write_table(table, self._output.file)
+            else:
+                self._pq.close()
+        self._output.commit()
+
+    def discard(self) -> None:
+        """Drop the file written so far (an old file at the path stays as it was)."""
+        if self._pq is not None:
+            with contextlib.suppress(Exception):  # (its file is removed whatever it says)
+                self._pq.close()
+        self._output.discard()
 
 
 def _parquet_schema() -> Any:

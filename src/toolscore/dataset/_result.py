@@ -50,6 +50,9 @@ class DatasetResult:
     """Per breakdown dimension (``group_by``), its groups, failing ones first."""
     ks: tuple[int, ...] | None = None
     """The k of the pass@k / pass^k columns (``None``: 1..max trials)."""
+    interrupted: bool = False
+    """A signal (Ctrl-C, SIGTERM) stopped the run: the result holds the traces read before
+    it (:attr:`problems` says so); gold without a trace is then not listed."""
 
     def __post_init__(self) -> None:
         # the temporary files go with the result (or with close())
@@ -144,6 +147,7 @@ class DatasetResult:
             "missing_trace": agg.statuses.get("no_trace", 0),
             "input_errors": self.input_errors,
             "gold_problems": self.gold_problems,
+            "interrupted": self.interrupted,
             "elapsed_s": self.elapsed,
             "traces_per_s": agg.traces / self.elapsed if self.elapsed > 0 else None,
             "bytes": self.bytes_read,

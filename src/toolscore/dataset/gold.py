@@ -91,11 +91,15 @@ def build_gold(
     storage_options: Mapping[str, Any] | None = None,
     default: str | None = None,
     by_base_name: bool = False,
+    follow_symlinks: bool = False,
+    skipped: list[str] | None = None,
 ) -> GoldSpec:
     """Read what ``gold`` is and prepare it for the workers.
 
     ``default`` and ``by_base_name`` apply to a directory (see the module's doc); the
     ``default`` file is read here, so a missing or malformed one fails before anything runs.
+    A directory's links are taken as :func:`~.inputs.list_inputs` says (``follow_symlinks``,
+    ``skipped``).
 
     Raises:
         GoldFileError: the file is missing or unreadable, or a keyed file has no usable line.
@@ -109,7 +113,8 @@ def build_gold(
     if local_dir or (is_url(gold) and _url_is_dir(gold, options)):
         if default is not None:
             read_gold_file(default)
-        files = {item.name: item.url for item in list_inputs(gold, options)}
+        listed = list_inputs(gold, options, follow_symlinks=follow_symlinks, skipped=skipped)
+        files = {item.name: item.url for item in listed}
         return GoldSpec(
             "dir",
             files=files,

@@ -8,8 +8,6 @@ JSON report keeps the values as recorded.
 from __future__ import annotations
 
 import heapq
-import io
-import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 import orjson
 
 from .._rounding import percent
-from ..outputs import write_report
+from ..outputs import AtomicOutput
 from ..redact import redact_secrets
 from ..reports.markdown import md_text
 from ..sanitize import shown
@@ -41,20 +39,9 @@ _pct = percent
 
 def write_json(result: DatasetResult, path: str) -> None:
     """The aggregate, every task's pass@k/pass^k, the errors and the missing ids, as JSON
-    (streamed into a temporary file beside ``path``, then renamed onto it)."""
-    if os.path.exists(path) and not os.path.isfile(path):  # a device or a pipe
-        with io.BytesIO() as buffer:
-            _json_into(result, buffer)
-            write_report(path, buffer.getvalue())
-        return
-    temp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.part")
-    try:
-        with open(temp, "wb") as f:
-            _json_into(result, f)
-        os.replace(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+    (streamed into a report written as :class:`toolscore.outputs.AtomicOutput` says)."""
+    with AtomicOutput(path, suffix=".json.part") as output:
+        _json_into(result, output.file)
 
 
 def _redacted(value: Any) -> Any:

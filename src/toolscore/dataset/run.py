@@ -13,11 +13,12 @@ and the size of a part here. Every name is re-exported here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -78,6 +79,7 @@ def evaluate_dataset(
     max_value_bytes: int | None = None,
     details: bool = False,
     missing_trace: str = "empty",
+    follow_symlinks: bool = False,
 ) -> DatasetResult:
     """Evaluate every trace of a dataset against its own gold.
 
@@ -137,6 +139,10 @@ def evaluate_dataset(
             :class:`~.ci.TraceView` of its findings (with their lines) and its baseline
             summary, for JUnit, SARIF and baselines (:class:`~.ci.DatasetCi`); never stored.
 
+        follow_symlinks: read the files that symbolic links in a local trace or gold
+            directory (or glob) lead to outside it, and enter linked directories (each
+            once); by default such a link is skipped and named in :attr:`~DatasetResult.problems`.
+
     Raises:
         InputError: TRACES matches nothing.
         GoldFileError: the gold cannot be read.
@@ -159,6 +165,8 @@ def evaluate_dataset(
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
     own_client: Any = None
     shared: str | None = None
+    skipped: list[str] = []
+    """The links not followed (:func:`~.inputs.list_inputs`)."""
     try:
         # the rules are read (and checked) here, first: a worker anywhere gets them
         rules = read_rules(forbidden, None, None, criterion)
@@ -169,10 +177,13 @@ def evaluate_dataset(
             storage_options=options,
             default=default_gold,
             by_base_name=gold_by_base_name,
+            follow_symlinks=follow_symlinks,
+            skipped=skipped,
         )
-        inputs = list_inputs(traces, options)
+        inputs = list_inputs(traces, options, follow_symlinks=follow_symlinks, skipped=skipped)
         if client is None and (scheduler is not None or engine == "dask"):
-            client = own_client = _connect(scheduler)
+            with _scratch_in(work):  # a local cluster's files: removed with the run's
+                client = own_client = _connect(scheduler)
         # the work directory, when every worker sees it (a Dask cluster's may not); else
         # the shared directory given, for the files every worker must read
         local_disk = work if client is None or workers_share(client, work) else None
@@ -237,6 +248,7 @@ def evaluate_dataset(
                 on_progress=on_progress,
                 on_problem=on_problem,
                 ks=ks,
+                notes=skipped,
             )
         unmatched = result.aggregate.groups.unmatched() if result.aggregate.groups else []
         if unmatched:
@@ -251,6 +263,19 @@ def evaluate_dataset(
             remove_location(shared, options, recursive=True)
         if own_client is not None:
             own_client.close()
+
+
+@contextlib.contextmanager
+def _scratch_in(work: str) -> Iterator[None]:
+    """Dask's temporary directory (a local cluster's workers' files and locks, otherwise
+    ``$TMPDIR/dask-scratch-space``, left behind) inside the run's work directory."""
+    try:
+        import dask  # optional (the dask extra): only when a cluster is started
+    except ImportError:  # pragma: no cover - depends on the extras installed
+        yield
+        return
+    with dask.config.set({"temporary-directory": work}):
+        yield
 
 
 async def aevaluate_dataset(

@@ -55,6 +55,7 @@ def run_parts(
     send: Callable[[Any], Any] | None = None,
     preload: tuple[str, ...] = (),
     setup: Callable[[], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Generator[Any, None, None]:
     """Each part's outcome, ``run(part, cfg)`` or :class:`PartLost`, in part order (``parts``
     are numbered on from the first's index).
@@ -67,17 +68,44 @@ def run_parts(
             queued), what runs it; None for the others.
         send: on a cluster, a part whose ``ship`` is true is sent as ``send(part)`` gives it
             (a dataset's range with its bytes; at most :data:`SENT_IN_FLIGHT` in flight).
+        stop: polled while waiting for a part (and before each part run here): once it
+            returns True, no other outcome comes, and the workers' processes end now (not
+            after their parts).
     """
+    asked = stop or _never
     if client is not None or scheduler is not None or engine == "dask":
-        yield from _dask(parts, run, cfg, client, scheduler, on_retry, here, send)
+        yield from _dask(parts, run, cfg, client, scheduler, on_retry, here, send, asked)
         return
     count = workers or os.cpu_count() or 1
     if engine == "inline" or (engine != "fork" and (count == 1 or len(parts) <= 1)):
         for part in parts:
+            if asked():
+                return
             later = here(part) if here is not None else None
             yield caught(part, run, cfg) if later is None else _Later(part, later).result()
         return
-    yield from _pool(parts, run, cfg, count, on_retry, here, engine, preload, setup)
+    yield from _pool(parts, run, cfg, count, on_retry, here, engine, preload, setup, asked)
+
+
+def _never() -> bool:
+    return False
+
+
+POLL = 0.05
+"""Seconds between two looks at ``stop`` while a part is awaited."""
+
+
+def _awaited(future: Any, stop: Callable[[], bool]) -> bool:
+    """Wait for ``future`` (a pool's or a cluster's); False when ``stop`` asked first."""
+    while not stop():
+        try:
+            future.result(timeout=POLL)
+            return True
+        except TimeoutError:
+            continue
+        except BaseException:
+            return True  # (its error is taken by the caller)
+    return False
 
 
 def caught(part: Any, run: Run, cfg: Any) -> Any:
@@ -140,6 +168,7 @@ def _pool(
     engine: str,
     preload: tuple[str, ...],
     setup: Callable[[], None] | None,
+    stop: Callable[[], bool],
 ) -> Iterator[Any]:
     ctx = _context(engine, preload)
     forked = engine == "fork"
@@ -201,6 +230,8 @@ def _pool(
             future = pending.get(following)
             if future is None:
                 continue  # it was just put back to be submitted again
+            if not isinstance(future, _Later) and not _awaited(future, stop):
+                return
             try:
                 result = future.result()
                 del pending[following]
@@ -212,9 +243,8 @@ def _pool(
                 done[following] = PartLost(by_index[following], f"{type(exc).__name__}: {exc}")
         finished = True
     finally:
-        if forked and not finished:
-            # stopped early (Ctrl-C, a read error): the forked workers end now, not after
-            # their parts
+        if not finished:
+            # stopped early (Ctrl-C, a read error): the workers end now, not after their parts
             for process in list((getattr(pool, "_processes", None) or {}).values()):
                 process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
@@ -231,6 +261,7 @@ def _dask(
     on_retry: Callable[[Any, str], None] | None,
     here: Callable[[Any], Callable[[], Any] | None] | None,
     send: Callable[[Any], Any] | None,
+    stop: Callable[[], bool],
 ) -> Iterator[Any]:
     try:
         # optional dependency: dask's distributed, for a cluster only
@@ -274,7 +305,13 @@ def _dask(
                     retries=1,
                     key=f"toolscore-part-{part.index}-{id(parts)}",
                 )
-            future = pending.pop(following)
+            future = pending[following]
+            if not isinstance(future, _Later) and not _awaited(future, stop):
+                for waiting in pending.values():  # (the cluster drops them)
+                    if not isinstance(waiting, _Later):
+                        waiting.cancel()
+                return
+            del pending[following]
             sending.discard(following)
             try:
                 yield future.result()

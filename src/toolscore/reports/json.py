@@ -17,10 +17,7 @@ Where things are: writing bytes (``dumps``, the background writer, kernel copies
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -28,12 +25,11 @@ from typing import IO, Any
 
 from ..calls import ToolCall
 from ..columns import Columns, call_json, record_bytes, write_joined
-from ..outputs import file_mode, open_stream, resolve_output, user_os_error
+from ..outputs import AtomicOutput, user_os_error
 from ..result import expected_record
 from ..verdict import judge
 from . import ReportResult, failed_calls, rule_violation_count, secret_count, violation_count
 from ._json_io import (
-    _CHUNK,
     MAX_QUEUED,
     BackgroundWriter,
     _Closing,
@@ -128,17 +124,11 @@ class JsonReport(_Closing):
 
     def __init__(self, path: str | os.PathLike[str], gold: Sequence[ToolCall] = ()) -> None:
         self.path = os.fspath(path)
-        self._target = resolve_output(self.path)
         # beside the report (renamed onto it at the end), or in the temporary directory for a
         # device, FIFO or socket (copied into it at the end): see toolscore.outputs
-        self.directory = self._target.temp_directory
-        try:
-            fd, self._temp = tempfile.mkstemp(
-                prefix=".toolscore-", suffix=".json.part", dir=self.directory
-            )
-        except OSError as exc:
-            raise user_os_error(exc, self.path) from None
-        self._out: IO[bytes] = os.fdopen(fd, "w+b")
+        self._output = AtomicOutput(self.path, suffix=".json.part")
+        self.directory = self._output.directory
+        self._out: IO[bytes] = self._output.file
         self.count = 0
         expected = _indented([expected_record(g) for g in gold], 2)
         self._out.write(b"{" + b" " * ROOM + b'\n  "calls": {\n    "expected": ' + expected)
@@ -263,34 +253,26 @@ class JsonReport(_Closing):
         if len(head) <= ROOM and out.tell() - self._start >= _SMALL:
             out.seek(1)
             out.write(head.ljust(ROOM))  # JSON whitespace pads the room
-            out.close()
         else:
             self._compact(head)
-        if self._target.stream:
-            self._write_through()
-        else:
-            os.chmod(self._temp, file_mode())  # mkstemp's 0600 -> what open() would give
-            os.replace(self._temp, self._target.real)
+        self._output.commit()
         self._done = True
-
-    def _write_through(self) -> None:
-        """Copy the finished report into a device, FIFO or socket, opened like ``>`` does."""
-        with open(self._temp, "rb") as src, open_stream(self.path) as dst:
-            shutil.copyfileobj(src, dst, _CHUNK)  # no seek: a FIFO or a terminal has none
-        os.unlink(self._temp)
 
     def _compact(self, head: bytes) -> None:
         """Rewrite the report with ``head`` in place of the room."""
         out = self._out
         size = out.seek(0, os.SEEK_END)
-        fd, temp = tempfile.mkstemp(prefix=".toolscore-", suffix=".json.part", dir=self.directory)
-        with os.fdopen(fd, "w+b") as new:
-            new.write(b"{" + head)
+        new = self._output.sibling()
+        try:
+            new.file.write(b"{" + head)
             out.seek(1 + ROOM)
-            _copy(out, new, size - 1 - ROOM, start=1 + ROOM)
-        out.close()
-        os.unlink(self._temp)
-        self._temp = temp
+            _copy(out, new.file, size - 1 - ROOM, start=1 + ROOM)
+        except BaseException:
+            new.discard()
+            raise
+        self._output.discard()
+        self._output = new
+        self._out = new.file
 
     def close(self) -> None:
         """Delete the unfinished report (after :meth:`finish`, nothing to do)."""
@@ -298,9 +280,7 @@ class JsonReport(_Closing):
             self._writer.stop()
             for thread in self._copies:
                 thread.join()
-            self._out.close()
-            with contextlib.suppress(OSError):
-                os.unlink(self._temp)
+            self._output.discard()
             self._done = True
 
 

@@ -37,10 +37,9 @@ process pool) may hand them any object of that shape.
 
 from __future__ import annotations
 
-import contextlib
+import io
 import os
 import re
-import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ from xml.sax.saxutils import escape as _escape
 from xml.sax.saxutils import quoteattr
 
 from .._rounding import score_text
-from ..outputs import OutputTarget, file_mode, open_stream, resolve_output, user_os_error
+from ..outputs import AtomicOutput
 from ..redact import redact_secrets
 
 __all__ = ["Gate", "JunitWriter", "default_failed", "junit_text", "write_junit"]
@@ -231,15 +230,10 @@ class JunitWriter:
         name = f"{self.suite}.traces"
 
         try:
-            target: OutputTarget = resolve_output(self.path)
-            fd, tmp = tempfile.mkstemp(
-                prefix=".toolscore-", suffix=".part", dir=target.temp_directory
-            )
-        except OSError as exc:
-            self._spool.close()
-            raise user_os_error(exc, self.path) from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
+            with (
+                AtomicOutput(self.path) as output,
+                io.TextIOWrapper(output.file, encoding="utf-8") as f,
+            ):
                 f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
                 f.write(
                     f'<testsuites name={_attr(self.suite)} tests="{tests}" '
@@ -258,21 +252,6 @@ class JunitWriter:
                 if self._gates:
                     f.write("\n".join(self._gate_suite()) + "\n")
                 f.write("</testsuites>\n")
-            if target.stream:
-                with open(tmp, "rb") as src, open_stream(self.path) as out:
-                    shutil.copyfileobj(src, out)
-                os.unlink(tmp)
-            else:
-                os.chmod(tmp, file_mode())
-                os.replace(tmp, target.real)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise user_os_error(exc, self.path) from None
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
         finally:
             self._spool.close()
 

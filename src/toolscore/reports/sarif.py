@@ -44,17 +44,16 @@ results are read by their attributes only (``findings``, ``input_error``), as in
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import PurePath
 from typing import IO, Any
 from urllib.parse import quote
 
-from ..outputs import file_mode, open_stream, resolve_output, user_os_error
+from ..outputs import AtomicOutput, user_os_error
 from ..redact import PATTERNS, redact_secrets
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "SarifWriter", "rule_for", "sarif_uri", "write_sarif"]
@@ -164,14 +163,8 @@ class SarifWriter:
                 tool_version = "0.0.0"
         self.tool_version = tool_version
 
-        try:
-            self._target = resolve_output(self.path)
-            fd, self._tmp = tempfile.mkstemp(
-                prefix=".toolscore-", suffix=".part", dir=self._target.temp_directory
-            )
-        except OSError as exc:
-            raise user_os_error(exc, self.path) from None
-        self._file: IO[str] = os.fdopen(fd, "w", encoding="utf-8")
+        self._output = AtomicOutput(self.path)
+        self._file: IO[str] = io.TextIOWrapper(self._output.file, encoding="utf-8")
         self._file.write(
             "{"
             f'"$schema": {json.dumps(SARIF_SCHEMA)}, "version": "{SARIF_VERSION}", '
@@ -282,13 +275,7 @@ class SarifWriter:
                 '"columnKind": "unicodeCodePoints"}]}\n'
             )
             self._file.close()
-            if self._target.stream:
-                with open(self._tmp, "rb") as src, open_stream(self.path) as out:
-                    shutil.copyfileobj(src, out)
-                os.unlink(self._tmp)
-            else:
-                os.chmod(self._tmp, file_mode())
-                os.replace(self._tmp, self._target.real)
+            self._output.commit()
         except OSError as exc:
             self.abort()
             raise user_os_error(exc, self.path) from None
@@ -298,13 +285,7 @@ class SarifWriter:
 
     def abort(self) -> None:
         """Drop the unfinished log."""
-        try:
-            self._file.close()
-        finally:
-            try:
-                os.unlink(self._tmp)
-            except OSError:
-                pass
+        self._output.discard()
 
 
 def write_sarif(

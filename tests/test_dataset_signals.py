@@ -1,0 +1,161 @@
+"""SIGINT and SIGTERM stop a dataset run in every engine (inline, the process pool, a local
+Dask cluster): exit 130 or 143, the JSON report and the per-trace file of what was read, and
+no process, temporary file or directory left behind. Real command-line runs, signalled while
+they read."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from _cli import cli_env
+from _datasets import generate_dataset
+
+WAIT = 60.0
+"""Bounded wait for a run to start or end (not a speed assertion)."""
+TRACES = 4000
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A directory of 16 files of whole traces (each file's records are written as it is
+    done), and their keyed gold."""
+    folder = tmp_path_factory.mktemp("signals")
+    whole, gold = folder / "whole.jsonl", folder / "gold.jsonl"
+    generate_dataset(whole, gold, TRACES, seed=3)
+    traces = folder / "traces"
+    traces.mkdir()
+    files = [open(traces / f"part{i:02}.jsonl", "wb") for i in range(16)]
+    try:
+        order: dict[str, int] = {}
+        with open(whole, "rb") as lines:
+            for line in lines:
+                trace_id = json.loads(line)["trace_id"]
+                files[order.setdefault(trace_id, len(order) * 16 // TRACES)].write(line)
+    finally:
+        for f in files:
+            f.close()
+    whole.unlink()
+    return gold, traces
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (read from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _written(folder: Path) -> int:
+    """Bytes of the per-trace file being written (its temporary file) so far."""
+    total = 0
+    for p in folder.iterdir():
+        if p.name.startswith(".toolscore-"):
+            try:
+                total += p.stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+ENGINES = {
+    "inline": ["--engine", "inline"],
+    "pool": ["--engine", "local", "--workers", "2"],
+    "dask": ["--engine", "dask", "--workers", "2"],
+}
+
+
+@pytest.mark.parametrize(
+    ("engine", "signum"),
+    [
+        ("inline", signal.SIGINT),
+        ("pool", signal.SIGINT),
+        ("pool", signal.SIGTERM),
+        ("dask", signal.SIGTERM),
+    ],
+)
+def test_a_signal_stops_a_dataset_run_with_its_reports(
+    tmp_path: Path,
+    dataset: tuple[Path, Path],
+    engine: str,
+    signum: int,
+    request: pytest.FixtureRequest,
+) -> None:
+    if engine == "dask":
+        pytest.importorskip("distributed")
+    gold, traces = dataset
+    out = tmp_path / "out"
+    out.mkdir()
+    # a TMPDIR of the run's own, short: the pool's forkserver puts its socket there
+    tmp = Path(tempfile.mkdtemp(prefix="tss-"))
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    per_trace = out / "per-trace.jsonl"
+    per_trace.write_bytes(b"old\n")
+    env = cli_env()
+    env["TMPDIR"] = str(tmp)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolscore", "eval", str(gold), str(traces),
+         "-o", str(out / "r.json"), "--per-trace", str(per_trace), *ENGINES[engine]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + WAIT
+        while _written(out) < 10_000:  # some traces done, most not
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run did not start"
+            time.sleep(0.01)
+        children = _descendants(proc.pid)
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == (130 if signum == signal.SIGINT else 143), stderr
+    name = "SIGINT (Ctrl-C)" if signum == signal.SIGINT else "SIGTERM"
+    assert f"interrupted by {name}" in stderr
+    report = json.loads((out / "r.json").read_bytes())
+    assert report["summary"]["interrupted"] is True
+    read = report["summary"]["traces"]
+    assert 0 < read < TRACES
+    records = [json.loads(line) for line in per_trace.read_bytes().splitlines()]
+    assert len(records) == read
+    assert all(r["status"] != "no_trace" for r in records)  # (the rest was not read)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in children if _alive(pid)] == []
+    assert sorted(p.name for p in out.iterdir()) == ["per-trace.jsonl", "r.json"]
+    assert list(tmp.iterdir()) == []
