@@ -159,3 +159,43 @@ def test_a_signal_stops_a_dataset_run_with_its_reports(
     assert [pid for pid in children if _alive(pid)] == []
     assert sorted(p.name for p in out.iterdir()) == ["per-trace.jsonl", "r.json"]
     assert list(tmp.iterdir()) == []
+
+
+def test_a_signal_stops_the_actions_dataset_run_with_its_summary(
+    tmp_path: Path, dataset: tuple[Path, Path]
+) -> None:
+    # the GitHub Action's dataset door handles signals as `eval` does: 130, and its summary
+    gold, traces = dataset
+    summary, outputs = tmp_path / "summary.md", tmp_path / "outputs.txt"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolscore.action", "--traces", str(traces), "--gold-file",
+         str(gold), "--workers", "1", "--summary", str(summary), "--outputs", str(outputs)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), text=True,
+    )  # fmt: skip
+    try:
+        time.sleep(0.2)
+        deadline = time.monotonic() + WAIT
+        while not _started(proc.pid):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run did not start"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "interrupted by SIGINT" in stderr
+    assert summary.read_text(encoding="utf-8").strip()
+    assert "traces=" in outputs.read_text(encoding="utf-8")
+
+
+def _started(pid: int) -> bool:
+    """Whether the run has spent a second of CPU (its imports done, the gold read)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") > 1.0

@@ -32,9 +32,17 @@ import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
 
-from ._exitcodes import EXIT_SIGINT, EXIT_SIGTERM
+from ._exitcodes import EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM
 
-__all__ = ["GRACE", "Interrupted", "StopOnSignal", "Terminated", "active", "status_for"]
+__all__ = [
+    "GRACE",
+    "Interrupted",
+    "StopOnSignal",
+    "Terminated",
+    "active",
+    "run_until_signal",
+    "status_for",
+]
 
 GRACE = 3.0
 """Seconds after a second signal before the process is ended whatever it is doing."""
@@ -151,6 +159,18 @@ class StopOnSignal:
     def exit_status(self, code: int) -> int:
         """``code``, or 130/143 when a signal stopped the run."""
         return code if self.signum is None else status_for(self.signum)
+
+
+def run_until_signal(run: Callable[[], int], on_abort: Callable[[], None]) -> int:
+    """``run()``'s exit status under one :class:`StopOnSignal`: a first signal lets it end
+    with what it read (130/143); a second stops it at once (``on_abort()``, then 130/143)."""
+    stop = StopOnSignal(escalate_after=1.0)
+    try:
+        with stop:
+            return stop.exit_status(run())
+    except (KeyboardInterrupt, Terminated):  # a second signal: stopped at once, cleaned up
+        on_abort()
+        return stop.exit_status(EXIT_ERROR)
 
 
 _ACTIVE: list[StopOnSignal] = []

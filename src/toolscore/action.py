@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._interrupt import run_until_signal
 from ._rounding import score_text
 from .cli._ci import markdown_text as _md
 from .cli._ci import verdict_markdown
@@ -212,7 +213,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("toolscore action: gold-file or gold-dir is required with traces\n")
         return 2
     with tempfile.TemporaryDirectory(prefix="toolscore-action-") as work:
-        return _run(args, work)
+        # signals as in `toolscore eval`: the first ends the run with its report (130/143)
+        return run_until_signal(lambda: _run(args, work), _interrupted)
+
+
+def _interrupted() -> None:
+    sys.stderr.write("toolscore action: interrupted\n")
 
 
 def _run(args: argparse.Namespace, work: str) -> int:

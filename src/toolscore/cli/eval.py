@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from .._exitcodes import EXIT_ERROR, Outcome, exit_code
-from .._interrupt import StopOnSignal, Terminated, active
+from .._interrupt import active, run_until_signal
 from ..errors import ToolscoreError
 from ..limits import DEFAULT_MAX_VALUE_BYTES
 from ..sanitize import shown, visible
@@ -88,16 +88,11 @@ def eval_command(
     JSON Lines gold keyed by trace id, or a directory of gold files)."""
     opts, dataset = eval_options(locals())
     apply_settings(opts)
-    stop = StopOnSignal(escalate_after=1.0)
-    try:
-        with stop:  # one handling of signals for one trace and a dataset, in every engine
-            if wants_dataset(opts.gold, opts.trace, dataset):
-                code = stop.exit_status(run_dataset(opts, dataset))
-            else:
-                code = stop.exit_status(run_eval(opts))
-    except (KeyboardInterrupt, Terminated):  # a second signal: stopped at once, cleaned up
-        error_line("interrupted")
-        code = stop.exit_status(EXIT_ERROR)
+    try:  # one handling of signals for one trace and a dataset, in every engine
+        if wants_dataset(opts.gold, opts.trace, dataset):
+            code = run_until_signal(lambda: run_dataset(opts, dataset), _interrupted)
+        else:
+            code = run_until_signal(lambda: run_eval(opts), _interrupted)
     except Exception as exc:
         if opts.verbose and not is_closed_output(exc):
             raise
@@ -338,3 +333,7 @@ def _print_summary(result: ReportResult, opts: EvalOptions) -> Any:
     console.print()
     console.file.flush()
     return console
+
+
+def _interrupted() -> None:
+    error_line("interrupted")
