@@ -46,9 +46,7 @@ def open_decoder(
     dialect = dialect_class(found.dialect)(source_name)
     decoder: JsonlDecoder | JsonDecoder | ArrayDecoder
     if found.layout == "jsonl":
-        decoder = JsonlDecoder(
-            dialect, source_name, found.description, lines_before=lines_before
-        )
+        decoder = JsonlDecoder(dialect, source_name, found.description, lines_before=lines_before)
     elif suits(found.prefix, head.removeprefix(_BOM)):
         decoder = ArrayDecoder(dialect, found.prefix, source_name, found.description)
     else:
