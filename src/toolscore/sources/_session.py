@@ -96,20 +96,9 @@ class Session:
         self.pulling: Iterator[Batch] | None = None
         """Set when a JSON document is read by pulling (``pull`` given): the driver takes
         its batches from here instead of calling :meth:`feed`."""
-        self._head = bytearray()
-        self._target = SAMPLE_SIZE
-        self._scanned = 0
-        self._start = -1
-        self._first_nl = -1
-        self._line_ok = False
-        self._retry_from = 0
         self._failed = False
-        self._whole_item: bool | None = None
         self._limit = max_value_bytes()
-        self._over = False
-        """The first line is one item longer than the value limit (:meth:`_skip_first`)."""
-        self._over_end = -1
-        """Where that line ends (its newline), when it is complete in the head."""
+        self._new_head()
         self._skipping = False
         """A first line over the value limit is being skipped up to its newline."""
         self._lines_before = 0
@@ -163,6 +152,11 @@ class Session:
         self._bytes_before += len(head) - len(rest)
         self._lines_before = line if end >= 0 else line - 1  # (else counted at its newline)
         self._skipping = end < 0
+        self._new_head()
+        return finding, rest
+
+    def _new_head(self) -> None:
+        """Hold a head from nothing (at the start, and after a skipped first line)."""
         self._head = bytearray()
         self._target = SAMPLE_SIZE
         self._scanned = 0
@@ -170,10 +164,11 @@ class Session:
         self._first_nl = -1
         self._line_ok = False
         self._retry_from = 0
-        self._whole_item = None
+        self._whole_item: bool | None = None
         self._over = False
+        """The first line is one item longer than the value limit (:meth:`_skip_first`)."""
         self._over_end = -1
-        return finding, rest
+        """Where that line ends (its newline), when it is complete in the head."""
 
     def close(self) -> Batch:
         """End of input: decide on what was read, and finish."""
