@@ -46,10 +46,10 @@ class Matcher:
         raise NotImplementedError(f"{type(self).__name__} does not implement matches()")
 
     def __eq__(self, other: object) -> bool:
-        return self.matches(other)
+        return compare_values(self, other)
 
     def __ne__(self, other: object) -> bool:
-        return not self.matches(other)
+        return not compare_values(self, other)
 
     __hash__ = object.__hash__
 

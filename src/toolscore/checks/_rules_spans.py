@@ -248,15 +248,19 @@ class SpanReader:
                 continue
             args = cols.args
             for why, test in tests:
-                found = test.select([args[p] for p in positions])
+                # an undecided pattern match counts as a match (never a silent pass), said
+                undecided: list[int] = []
+                found = test.select([args[p] for p in positions], undecided)
                 if found:
                     p = positions[found[0]]
                     if first is None or p < first[0]:
-                        first = (p, tool, f"({why})")
+                        note = _UNDECIDED if found[0] in undecided else ""
+                        first = (p, tool, f"({why}{note})")
         return first
 
 
 _NOT_ALLOWED = "is not an allowed tool"
+_UNDECIDED = "; undecided: its pattern took too long to match, counted as a match"
 
 
 def _sink_calls(sinks: frozenset[str], groups: dict[str, list[int]]) -> list[int]:

@@ -241,8 +241,12 @@ def ship_parts(
     makes the ranges around it one)."""
     assert item.local is not None
     ids = IdReader(key, task_key)
+    starts = [0]
     with open(item.local, "rb") as f:
-        starts = [trace_start(f, ids, cut, item.size) for cut in range(0, item.size, part_bytes)]
+        for cut in range(part_bytes, item.size, part_bytes):
+            # (a cut before the last start found has that start: a long trace is read once)
+            if cut > starts[-1]:
+                starts.append(trace_start(f, ids, cut, item.size))
     bounds = sorted(set(starts) | {item.size})
     return [
         Part(first + i, (item,), start, end, key, ship=True)

@@ -344,7 +344,7 @@ def range_lines(part: Part, cfg: Config) -> int:
     ids = IdReader(part.key, cfg.task_key)
     with open_lines(part.inputs[0].path, cfg.storage_options) as f:
         if part.scatter:  # the lines that start in it
-            begin = next_line(f, part.start) if part.start else 0
+            begin = next_line(f, part.start, part.end) if part.start else 0
             f.seek(begin)
             return count_line_starts(f, begin, part.end)
         lines = 0
@@ -382,8 +382,8 @@ def _run_scatter(part: Part, cfg: Config, records: Records) -> tuple[int, tuple[
     buckets = [io.BytesIO() for _ in range(part.scatter)]
     lineno = 0
     with open_lines(item.path, cfg.storage_options) as f:
-        begin = next_line(f, part.start) if part.start else 0
-        last = id_before(f, begin, ids, named=True) if begin else None
+        begin = next_line(f, part.start, part.end) if part.start else 0
+        last = id_before(f, begin, ids, named=True) if 0 < begin < part.end else None
         f.seek(begin)
         for pos, _, lines, got in id_chunks(f, ids, begin):
             for line, one in zip(lines, line_ids(got), strict=True):

@@ -107,22 +107,27 @@ def id_chunks(
     ``(offset of the first line, the chunk, its lines without their newlines, their ids)``
     (:meth:`IdReader.read_lines`). The file's last line is given a newline it lacks."""
     pos = start
-    rest = b""
+    pending: list[bytes] = []  # a line begun in earlier chunks (joined once, at its newline)
     while True:
         chunk = f.read(READ_BYTES)
         if not chunk:
             break
-        data = rest + chunk if rest else chunk
-        cut = data.rfind(b"\n") + 1
+        cut = chunk.rfind(b"\n") + 1
         if not cut:
-            rest = data
+            pending.append(chunk)
             continue
-        body, rest = data[:cut], data[cut:]
+        if pending:
+            pending.append(chunk[:cut])
+            body = b"".join(pending)
+        else:
+            body = chunk[:cut]
+        pending = [chunk[cut:]] if cut < len(chunk) else []
         lines = body.split(b"\n")
         lines.pop()
         yield pos, body, lines, ids.read_lines(body, lines)
-        pos += cut
-    if rest:
+        pos += len(body)
+    if pending:
+        rest = b"".join(pending)
         yield pos, rest + b"\n", [rest], [ids.read(rest) if rest.strip() else BLANK]
 
 
@@ -143,27 +148,38 @@ class Trace:
 def iter_lines(f: IO[bytes], start: int = 0) -> Iterator[tuple[int, bytes]]:
     """``(offset, line)`` from ``start``; each line keeps its newline (the last may lack it)."""
     pos = start
-    rest = b""
+    pending: list[bytes] = []  # a line begun in earlier chunks (joined once, at its newline)
     while True:
-        chunk = f.read(1 << 20)
+        chunk = f.read(READ_BYTES)
         if not chunk:
             break
-        data = rest + chunk if rest else chunk
-        lines = data.split(b"\n")
-        rest = lines.pop()
+        lines = chunk.split(b"\n")
+        if len(lines) == 1:
+            pending.append(chunk)
+            continue
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+        last = lines.pop()
+        pending = [last] if last else []
         for line in lines:
             yield pos, line + b"\n"
             pos += len(line) + 1
-    if rest:
-        yield pos, rest + b"\n"
+    if pending:
+        yield pos, b"".join(pending) + b"\n"
 
 
-def _previous_id(f: IO[bytes], start: int, ids: IdReader) -> tuple[str | None, int]:
+def _previous_id(
+    f: IO[bytes], start: int, ids: IdReader, end: int | None = None
+) -> tuple[str | None, int]:
     """The offset of the first line that starts at or after ``start``, and the id of the trace
     the lines before it continue: the id of the nearest line before it that has one (blank
     and malformed lines, and JSON objects without an id, go with the trace before them, as
-    :func:`contiguous_traces` reads a file); ``None`` when no line before it has one."""
-    begin = next_line(f, start)
+    :func:`contiguous_traces` reads a file); ``None`` when no line before it has one. With
+    ``end``: ``(None, end)`` when no line starts before ``end``."""
+    begin = next_line(f, start, end)
+    if end is not None and begin >= end:
+        return None, end
     return id_before(f, begin, ids, named=True), begin
 
 
@@ -201,23 +217,49 @@ def id_before(f: IO[bytes], pos: int, ids: IdReader, named: bool = False) -> str
     """What :meth:`IdReader.read` gives as the id of the nearest line before offset ``pos`` (a
     line start) that is a JSON object (with ``named``, one that has an id); ``None`` when
     none is. Blank and malformed lines are passed over; only a line ending with ``}`` can be
-    an object, so only those are decoded."""
+    an object, so only those are decoded (and only those are held whole: a long line that
+    does not end so is passed over block by block, each byte read once)."""
     size = BACK_BYTES
     hi = pos
-    tail = b""  # the start of the line the previous block began inside
+    pieces: list[bytes] = []  # the line the previous block began inside, its pieces last first
+    ends: bool | None = None  # whether that line ends with "}" (None: only blanks seen yet)
     while hi > 0:
         lo = max(0, hi - size)
         f.seek(lo)
-        lines = (f.read(hi - lo) + tail).split(b"\n")
-        tail = lines[0] if lo > 0 else b""
-        for line in reversed(lines if lo == 0 else lines[1:]):
-            if line.rstrip().endswith(b"}"):
-                got = ids.read(line)
-                if got is not None and (got[0] is not None or not named):
+        *whole, last = f.read(hi - lo).split(b"\n")
+        if ends is not False:
+            pieces.append(last)
+            if ends is None and last.strip():
+                ends = last.rstrip().endswith(b"}")
+                if not ends:
+                    pieces = []
+        if whole or lo == 0:  # the carried line is complete: it starts in this block
+            if ends:
+                got = _object_id(b"".join(reversed(pieces)), ids, named)
+                if got is not None:
                     return got[0]
+            for line in reversed(whole[1:] if lo > 0 else whole):
+                got = _object_id(line, ids, named)
+                if got is not None:
+                    return got[0]
+            if whole and lo > 0:
+                first = whole[0]
+                pieces = [first]
+                ends = first.rstrip().endswith(b"}") if first.strip() else None
         hi = lo
         size = min(size * 2, READ_BYTES)
     return None
+
+
+def _object_id(line: bytes, ids: IdReader, named: bool) -> tuple[str | None, str | None] | None:
+    """What :func:`id_before` takes from ``line``: its ids when it is a JSON object (with
+    ``named``, one that has an id), else None."""
+    if not line.rstrip().endswith(b"}"):
+        return None
+    got = ids.read(line)
+    if got is None or (named and got[0] is None):
+        return None
+    return got
 
 
 def count_line_starts(f: IO[bytes], begin: int, end: int) -> int:
@@ -236,21 +278,23 @@ def count_line_starts(f: IO[bytes], begin: int, end: int) -> int:
     return count
 
 
-def next_line(f: IO[bytes], pos: int) -> int:
+def next_line(f: IO[bytes], pos: int, end: int | None = None) -> int:
     """The offset of the first line that starts at or after ``pos`` (the end of the file when
-    none does)."""
+    none does); with ``end``, looked for before ``end`` only (``end`` when none starts
+    before it: a range inside one long line is passed over without reading the rest of it)."""
     if pos == 0:
         return 0
     f.seek(pos - 1)
-    end = pos - 1
-    while True:
-        piece = f.read(65536)
+    at = pos - 1
+    while end is None or at < end:
+        piece = f.read(65536 if end is None else min(65536, end - at))
         if not piece:
-            return end
+            return at
         cut = piece.find(b"\n")
         if cut >= 0:
-            return end + cut + 1
-        end += len(piece)
+            return at + cut + 1
+        at += len(piece)
+    return end
 
 
 def contiguous_traces(
@@ -269,7 +313,10 @@ def contiguous_traces(
     skip: str | None = None
     begin = 0
     if start > 0:
-        skip, begin = _previous_id(f, start, ids)
+        skip, begin = _previous_id(f, start, ids, end)
+        if end is not None and begin >= end:  # no line starts in the range
+            yield (0, begin, "")
+            return
     f.seek(begin)
     current: Trace | None = None
     lineno = 0

@@ -100,6 +100,9 @@ class ArrayDecoder(DocumentDecoder):
         self._limit = max_value_bytes()
         self._tail: list[bytes] = []
         self._tail_bytes = 0
+        self._learn_at = 0
+        """The buffer's size at which the separator is next looked for (0: at once), while
+        the first item is incomplete."""
 
     # -- feeding ----------------------------------------------------------------------------
 
@@ -120,7 +123,17 @@ class ArrayDecoder(DocumentDecoder):
             self._join_tail()
             if self._cut_chunk(chunk, out):
                 return out
-        self._buf = self._buf + chunk if self._buf else chunk
+            self._buf = self._buf + chunk if self._buf else chunk
+        elif self._learn_at:
+            # The first item is not whole yet: keep the chunks, join and decode it again once
+            # the buffer has doubled (each byte decoded a bounded number of times).
+            self._tail.append(chunk)
+            self._tail_bytes += len(chunk)
+            if len(self._buf) + self._tail_bytes < min(self._learn_at, self._limit + 1):
+                return out
+            self._join_tail()
+        else:
+            self._buf = self._buf + chunk if self._buf else chunk
         if len(self._buf) > self._limit:
             self._to_ijson(out)  # an item larger than the limit: ijson's guard stops it
             return out
@@ -180,6 +193,8 @@ class ArrayDecoder(DocumentDecoder):
             if m is None:  # truncated: wait for more; malformed: ijson will say where
                 if "truncated" not in str(exc):
                     self._to_ijson(out)
+                else:
+                    self._learn_at = 2 * len(buf)
                 return False
             end = first + int(m.group(1)) - 1  # msgspec counts the offending byte in
         else:

@@ -9,20 +9,23 @@ from collections.abc import Callable, Iterator
 
 import orjson
 
-from ..calls import Batch, Finding
+from ..calls import Batch, Finding, Location
 from ..errors import FormatNotDetected, InputError
+from ..limits import max_value_bytes
 from ._array import ArrayDecoder, suits
 from ._base import Decoder
 from ._document import JsonDecoder
 from ._traceids import TraceIds
-from ._util import input_finding
+from ._util import input_finding, located_finding
 from .detect import MAX_SAMPLE, SAMPLE_SIZE, check_format, detect, dialect_class
 from .jsonl import JsonlDecoder
 
 _BOM = b"\xef\xbb\xbf"
 
 
-def open_decoder(format: str, head: bytes, source_name: str, *, final: bool = False) -> Decoder:
+def open_decoder(
+    format: str, head: bytes, source_name: str, *, final: bool = False, lines_before: int = 0
+) -> Decoder:
     """A decoder for an input that starts with ``head`` (detecting the format unless given).
 
     The decoder has not consumed ``head``: feed it first.
@@ -32,6 +35,8 @@ def open_decoder(format: str, head: bytes, source_name: str, *, final: bool = Fa
         head: the first bytes of the input.
         source_name: the file name for locations and errors.
         final: ``head`` is the whole input.
+        lines_before: lines of the input before ``head`` (skipped ones: JSON Lines numbers
+            its lines after them).
 
     Raises:
         UsageError: an unknown format.
@@ -41,7 +46,7 @@ def open_decoder(format: str, head: bytes, source_name: str, *, final: bool = Fa
     dialect = dialect_class(found.dialect)(source_name)
     decoder: JsonlDecoder | JsonDecoder | ArrayDecoder
     if found.layout == "jsonl":
-        decoder = JsonlDecoder(dialect, source_name, found.description)
+        decoder = JsonlDecoder(dialect, source_name, found.description, lines_before=lines_before)
     elif suits(found.prefix, head.removeprefix(_BOM)):
         decoder = ArrayDecoder(dialect, found.prefix, source_name, found.description)
     else:
@@ -59,7 +64,11 @@ class Session:
 
     The head is decided on when the first non-blank line is complete JSON (JSON Lines), or
     :data:`SAMPLE_SIZE` bytes and a newline have arrived, or at the end of input; if no format
-    fits, a larger sample is tried, up to :data:`MAX_SAMPLE`.
+    fits, a larger sample is tried, up to :data:`MAX_SAMPLE`. A first line that is one item
+    (a call) is awaited to its end, up to the value limit (:func:`~toolscore.limits.
+    max_value_bytes`): past it, the line is an input finding (its file, line and byte
+    offset), skipped to its newline without being held, and the format is decided on the
+    lines after it.
 
     Args:
         format: ``auto`` or a format name (checked now).
@@ -87,15 +96,15 @@ class Session:
         self.pulling: Iterator[Batch] | None = None
         """Set when a JSON document is read by pulling (``pull`` given): the driver takes
         its batches from here instead of calling :meth:`feed`."""
-        self._head = bytearray()
-        self._target = SAMPLE_SIZE
-        self._scanned = 0
-        self._start = -1
-        self._first_nl = -1
-        self._line_ok = False
-        self._retry_from = 0
         self._failed = False
-        self._whole_item: bool | None = None
+        self._limit = max_value_bytes()
+        self._new_head()
+        self._skipping = False
+        """A first line over the value limit is being skipped up to its newline."""
+        self._lines_before = 0
+        """Lines skipped before the head (each one an input finding)."""
+        self._bytes_before = 0
+        """Bytes of the input before the head."""
 
     def feed(self, chunk: bytes) -> Batch:
         """Decode ``chunk`` (or hold it while the format is undecided)."""
@@ -103,8 +112,63 @@ class Session:
             return self.decoder.feed(chunk)
         if self._failed or not chunk:
             return Batch()
-        self._head += chunk
-        return self._open(final=False) if self._ready() else Batch()
+        skipped: list[Finding] = []
+        while chunk:
+            if self._skipping:
+                nl = chunk.find(b"\n")
+                self._bytes_before += len(chunk) if nl < 0 else nl + 1
+                if nl < 0:
+                    break
+                self._skipping = False
+                self._lines_before += 1
+                chunk = chunk[nl + 1 :]
+                continue
+            self._head += chunk
+            if self._ready():
+                out = self._open(final=False)
+                out.findings[:0] = skipped
+                return out
+            if not self._over:
+                break
+            finding, chunk = self._skip_first()
+            skipped.append(finding)
+        return Batch(findings=skipped)
+
+    def _skip_first(self) -> tuple[Finding, bytes]:
+        """The first line is one item longer than the value limit: an input finding naming
+        it; what was held of it is dropped, the rest of it skipped as it arrives
+        (:meth:`feed`). Returns the finding and the bytes held after the line's newline."""
+        head, start, end = self._head, self._start, self._over_end
+        line = self._lines_before + head.count(b"\n", 0, start) + 1
+        offset = self._bytes_before + start
+        size = f"{end - start:,}" if end >= 0 else f"more than {len(head) - start:,}"
+        finding = located_finding(
+            "too_large",
+            f"the line starting at byte {offset:,} is {size} bytes, over the value limit of "
+            f"{self._limit:,} bytes (--max-value-bytes); the line is skipped",
+            Location(self.source, line, offset),
+        )
+        rest = bytes(head[end + 1 :]) if end >= 0 else b""
+        self._bytes_before += len(head) - len(rest)
+        self._lines_before = line if end >= 0 else line - 1  # (else counted at its newline)
+        self._skipping = end < 0
+        self._new_head()
+        return finding, rest
+
+    def _new_head(self) -> None:
+        """Hold a head from nothing (at the start, and after a skipped first line)."""
+        self._head = bytearray()
+        self._target = SAMPLE_SIZE
+        self._scanned = 0
+        self._start = -1
+        self._first_nl = -1
+        self._line_ok = False
+        self._retry_from = 0
+        self._whole_item: bool | None = None
+        self._over = False
+        """The first line is one item longer than the value limit (:meth:`_skip_first`)."""
+        self._over_end = -1
+        """Where that line ends (its newline), when it is complete in the head."""
 
     def close(self) -> Batch:
         """End of input: decide on what was read, and finish."""
@@ -114,6 +178,8 @@ class Session:
             return Batch()
         if not self._head.strip():
             self._failed = True
+            if self._lines_before or self._skipping:
+                return Batch()  # (every line was skipped, each one a finding already)
             return Batch(findings=[_empty(self.source)])
         first = self._open(final=True)
         if first.error is not None or self.decoder is None:
@@ -146,8 +212,14 @@ class Session:
                     return len(head) >= self._target
                 if len(head) < max(self._target, _NO_NEWLINE_WAIT):
                     return False
-                return not self._one_item(head)
+                if self._one_item(head):
+                    self._over = start < len(head) and len(head) - start > self._limit
+                    return False
+                return True
             self._first_nl = nl
+            if nl - start > self._limit and self._one_item(head, nl):
+                self._over, self._over_end = True, nl
+                return False
             try:
                 # orjson only: a first line only json would take is decided on at 64 KiB.
                 orjson.loads(bytes(head[start:nl]))
@@ -159,12 +231,12 @@ class Session:
         # JSON Lines: try again once another line is complete.
         return self._line_ok and head.find(b"\n", self._retry_from) >= 0
 
-    def _one_item(self, head: bytearray) -> bool:
-        """Whether ``head`` (no newline yet) starts a document that is one item as a whole
-        (asked once)."""
+    def _one_item(self, head: bytearray, end: int | None = None) -> bool:
+        """Whether ``head`` (no newline yet; or its first line, up to ``end``) starts a
+        document that is one item as a whole (asked once)."""
         if self._whole_item is None:
             try:
-                found = detect(bytes(head), format=self.format, source=self.source)
+                found = detect(bytes(head[:end]), format=self.format, source=self.source)
             except InputError:
                 found = None
             self._whole_item = found is not None and found.layout == "json" and found.prefix == ""
@@ -173,7 +245,9 @@ class Session:
     def _open(self, *, final: bool) -> Batch:
         head = bytes(self._head)
         try:
-            self.decoder = open_decoder(self.format, head, self.source, final=final)
+            self.decoder = open_decoder(
+                self.format, head, self.source, final=final, lines_before=self._lines_before
+            )
         except FormatNotDetected as exc:
             if not final and len(head) < MAX_SAMPLE:
                 self._target = min(len(head) * 2, MAX_SAMPLE)
