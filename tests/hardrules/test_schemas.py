@@ -317,7 +317,7 @@ def _shuffled(schema: Any) -> st.SearchStrategy[Any]:
     return st.permutations(list(schema)).flatmap(build)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     schema=simple_schema.flatmap(_shuffled),
     value=any_value | odd_value | st.dictionaries(
