@@ -66,6 +66,8 @@ class DatasetOptions:
     pass_no_violations: bool = True
     engine: str | None = None
     scheduler: str | None = None
+    dask_dashboard: bool = False
+    """The local Dask cluster serves its dashboard (``--dask-dashboard``)."""
     shared_dir: str | None = None
     interleaved: bool = False
     missing_trace: str = "empty"
@@ -88,6 +90,7 @@ class DatasetOptions:
                 self.min_pass_rate,
                 self.engine,
                 self.scheduler,
+                self.dask_dashboard,
                 self.shared_dir,
                 self.interleaved,
                 self.missing_trace != "empty",
@@ -379,6 +382,14 @@ EngineOption = Annotated[
 SchedulerOption = Annotated[
     str | None,
     typer.Option("--scheduler", help="Dataset: the Dask scheduler, tcp://HOST:PORT."),
+]
+DaskDashboardOption = Annotated[
+    bool,
+    typer.Option(
+        "--dask-dashboard",
+        help="Dataset on a local Dask cluster (--engine dask, no --scheduler): serve its "
+        "dashboard on 127.0.0.1:8787 (off by default).",
+    ),
 ]
 SharedDirOption = Annotated[
     str | None,

@@ -74,6 +74,7 @@ def eval_command(
     pass_no_violations: opt.PassNoViolationsOption = True,
     engine: opt.EngineOption = None,
     scheduler: opt.SchedulerOption = None,
+    dask_dashboard: opt.DaskDashboardOption = False,
     shared_dir: opt.SharedDirOption = None,
     interleaved: opt.InterleavedOption = False,
     missing_trace: opt.MissingTraceOption = "empty",

@@ -30,7 +30,7 @@ from ..limits import value_limit
 from ..redact import active_pii, pii_kinds
 from ..result import normalize_weights
 from ..sources.detect import check_format
-from ._dask import _connect
+from ._dask import connect
 from ._dask import with_data as with_data
 from ._dask import workers_share as workers_share
 from ._driver import _drive
@@ -64,6 +64,7 @@ def evaluate_dataset(
     workers: int | None = None,
     client: Any = None,
     scheduler: str | None = None,
+    dask_dashboard: bool = False,
     interleaved: bool = False,
     default_gold: str | None = None,
     gold_by_base_name: bool = False,
@@ -108,6 +109,10 @@ def evaluate_dataset(
         workers: processes for ``local`` (default: one per CPU).
         client: a ``distributed.Client`` to run the parts on (implies ``engine="dask"``).
         scheduler: a Dask scheduler address (``tcp://host:port``), when no client is given.
+            Without either, ``engine="dask"`` starts a local cluster that only this run can
+            use (loopback addresses, TLS with a key made for the run:
+            :func:`~._dask.local_cluster_options`).
+        dask_dashboard: that local cluster serves its dashboard (on 127.0.0.1:8787).
         interleaved: the lines of one trace may be anywhere in their file.
         default_gold: with a gold directory, the gold file (local) of every trace the
             directory has no gold for (read before anything runs: a missing or malformed
@@ -172,7 +177,7 @@ def evaluate_dataset(
         )
         inputs = list_inputs(traces, options)
         if client is None and (scheduler is not None or engine == "dask"):
-            client = own_client = _connect(scheduler)
+            client = own_client = connect(scheduler, dask_dashboard)
         # the work directory, when every worker sees it (a Dask cluster's may not); else
         # the shared directory given, for the files every worker must read
         local_disk = work if client is None or workers_share(client, work) else None

@@ -1,0 +1,85 @@
+"""``--engine dask`` without ``--scheduler``: the local cluster it starts is this run's alone
+(loopback addresses only, TLS with a key made for the run, no dashboard unless asked)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolscore.dataset import evaluate_dataset
+from toolscore.dataset._dask import connect
+
+distributed = pytest.importorskip("distributed")
+pytest.importorskip("cryptography")
+psutil = pytest.importorskip("psutil")
+
+
+def _listening(pid: int) -> list[tuple[str, int]]:
+    """The addresses that process ``pid`` and its children listen on."""
+    me = psutil.Process(pid)
+    found = []
+    for process in [me, *me.children(recursive=True)]:
+        for conn in process.net_connections(kind="inet"):
+            if conn.status == psutil.CONN_LISTEN:
+                found.append((conn.laddr.ip, conn.laddr.port))
+    return found
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_local_cluster_admits_only_this_run() -> None:
+    before = set(_listening(os.getpid()))
+    client = connect(None)
+    try:
+        address = client.scheduler.address
+        assert address.startswith("tls://127.0.0.1:")
+        assert client.submit(sum, [1, 2]).result() == 3  # (this run's client works)
+        # a client without the run's credentials cannot connect: plain TCP, TLS without a
+        # certificate, or TLS with a certificate authority of its own
+        port = address.rsplit(":", 1)[1]
+        for attempt in (
+            {"address": f"tcp://127.0.0.1:{port}"},
+            {"address": address},
+            {"address": address, "security": distributed.security.Security.temporary()},
+        ):
+            with pytest.raises((OSError, TypeError)):
+                distributed.Client(**attempt, timeout="3s")
+        # scheduler, nannies and workers listen on loopback addresses only
+        listening = set(_listening(os.getpid())) - before
+        assert len(listening) >= 3
+        assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
+        # no dashboard, no pages of workers, logs or call stacks: the health check alone
+        http = client.cluster.scheduler.http_server
+        (web,) = {s.getsockname()[1] for s in http._sockets.values()}
+        assert web != 8787
+        base = f"http://127.0.0.1:{web}"
+        assert _status(f"{base}/health") == 200
+        for page in ("/status", "/info/main/workers.html", "/json/identity.json"):
+            assert _status(base + page) == 404, page
+    finally:
+        client.close()
+
+
+def test_a_dataset_on_the_local_cluster(tmp_path: Path) -> None:
+    traces = tmp_path / "traces.jsonl"
+    lines = [{"trace_id": f"t{i}", "tool": "search", "args": {"q": str(i)}} for i in range(6)]
+    traces.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    gold: list[dict[str, Any]] = [{"tool": "search"}]
+    result = evaluate_dataset(gold, str(traces), engine="dask", trace_key="trace_id")
+    try:
+        assert result.aggregate.traces == 6
+    finally:
+        result.close()
