@@ -15,7 +15,12 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ..limits import DEFAULT_MAX_VALUE_BYTES
+from ..limits import (
+    DEFAULT_HTTP_TIMEOUT,
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_TRACE_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+)
 
 __all__ = [
     "CiOptions",
@@ -109,6 +114,9 @@ class RunOptions:
     fail_on_violations: bool = False
     pii: bool = False
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    max_trace_bytes: int = DEFAULT_MAX_TRACE_BYTES
+    http_timeout: float = DEFAULT_HTTP_TIMEOUT
 
 
 @dataclass(kw_only=True)
@@ -236,6 +244,31 @@ MaxValueBytesOption = Annotated[
         "--max-value-bytes",
         min=1,
         help="The largest JSON line, array item or string read whole (default 64 MiB).",
+    ),
+]
+MaxDecompressedBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-decompressed-bytes",
+        min=1,
+        help="The most bytes a compressed trace (.gz, .zst) is decompressed to (default 8 GiB).",
+    ),
+]
+MaxTraceBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-trace-bytes",
+        min=1,
+        help="Dataset: the most bytes of one trace held in memory to evaluate it "
+        "(default 256 MiB).",
+    ),
+]
+HttpTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--http-timeout",
+        min=0.001,
+        help="Seconds an http(s):// input may take to connect or to send more (default 30).",
     ),
 ]
 

@@ -4,6 +4,7 @@ removed, locally or through fsspec."""
 
 from __future__ import annotations
 
+import errno
 import glob as globlib
 import os
 import shutil
@@ -177,6 +178,22 @@ def remove_location(
             os.unlink(url)
     except OSError:
         pass
+
+
+def out_of_space(exc: BaseException, directory: str) -> InputError | None:
+    """The input error for ``exc`` when it says the disk under ``directory`` (the run's
+    temporary files) is full: ``ENOSPC``, or SQLite's "database or disk is full"; else
+    None."""
+    full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+    if not full and type(exc).__name__ == "OperationalError":  # (sqlite3, imported lazily)
+        full = "disk is full" in str(exc)
+    if not full:
+        return None
+    return InputError(
+        directory,
+        "no space left for the run's temporary files (a large compressed input? see "
+        "--max-decompressed-bytes; or point TMPDIR at a larger disk)",
+    )
 
 
 def open_lines(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:

@@ -5,6 +5,7 @@ key, interleaving, OTLP)."""
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -133,7 +134,9 @@ def unpack(
                 while piece := f.read(READ_BYTES):
                     out.write(piece)
             return replace(item, local=path, size=f.offset, broken=f.fault)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            raise  # (the run reports the full disk)
         return item  # the worker reports it, reading the file itself
 
 

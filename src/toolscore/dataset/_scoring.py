@@ -18,6 +18,7 @@ from ..checks.secrets import ToolNames
 from ..columns import Columns
 from ..errors import InputError, ToolscoreError
 from ..hardrules.spec import RuleSet, combine
+from ..limits import ReadLimits
 from ..pipeline import Pipeline, run_sync
 from ..redact import active_pii, redact_secrets
 from ..result import normalize_weights
@@ -65,6 +66,8 @@ class Config:
     """The opt-in personal-data kinds looked for and redacted (``--pii``)."""
     max_value_bytes: int | None = None
     """The largest value read whole (``--max-value-bytes``); ``None``: the default."""
+    read_limits: ReadLimits | None = None
+    """The run's :class:`~toolscore.limits.ReadLimits`; ``None``: the defaults."""
     details: bool = False
     """Records carry a :class:`~.ci.TraceView` (for JUnit, SARIF, baselines)."""
     missing_trace: str = "empty"

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..limits import value_limit
+from ..limits import reading_limits, value_limit
 from ..redact import pii_redaction
 from ._readers import FileFormat as FileFormat
 from ._readers import _run_gather, _run_input, _run_scatter
@@ -195,10 +195,12 @@ def fewer_collections() -> Iterator[None]:
 
 
 def run_part(part: Part, cfg: Config) -> PartResult:
-    """Evaluate every trace of ``part`` (under the run's ``--pii`` and ``--max-value-bytes``:
-    a pool process or a Dask worker has its own context, so they travel in ``cfg``)."""
+    """Evaluate every trace of ``part`` (under the run's ``--pii``, ``--max-value-bytes`` and
+    read limits: a pool process or a Dask worker has its own context, so they travel in
+    ``cfg``)."""
     with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes), fewer_collections():
-        return _run_part(part, cfg)
+        with reading_limits(cfg.read_limits):
+            return _run_part(part, cfg)
 
 
 def _run_part(part: Part, cfg: Config) -> PartResult:
