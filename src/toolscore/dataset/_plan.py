@@ -206,8 +206,11 @@ def plan_parts(
             compressed = item.local is None
         ship = unpack_dir is None and item.local is not None
         if item.size >= 2 * part_bytes and not compressed:
-            with open_input(item.path, storage_options) as f:
-                head = sniff(f)
+            try:
+                with open_input(item.path, storage_options) as f:
+                    head = sniff(f)
+            except TimeoutError:  # a remote file that stopped answering: the worker says so
+                head = b""
             found = detect_key(head, key)
             mixed = found is not None and (
                 force_interleaved or interleaved(head, IdReader(found, task_key))

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ..limits import reading_limits, value_limit
-from ..redact import pii_redaction
+from ..redact import pii_redaction, redact_secrets
+from ..sources._open import stall_problem
+from ._files import shown_url
 from ._readers import FileFormat as FileFormat
 from ._readers import _run_gather, _run_input, _run_scatter
 from ._readers import range_lines as range_lines
@@ -38,7 +40,7 @@ from ._scoring import evaluate_one as evaluate_one
 from ._scoring import gold_error_record as gold_error_record
 from ._scoring import scorer_for as scorer_for
 from .gold import gold_lookup
-from .inputs import Part
+from .inputs import Input, Part
 from .records import (
     TraceRecord,
     pack_records,
@@ -203,6 +205,28 @@ def run_part(part: Part, cfg: Config) -> PartResult:
             return _run_part(part, cfg)
 
 
+def _run_stalling(
+    part: Part, item: Input, cfg: Config, gold: Any, tasks: _Tasks, records: Records
+) -> int:
+    """:func:`~._readers._run_input`, where a remote input that stops answering (its
+    ``--http-timeout``) ends as the input's error record: the traces read before it keep
+    theirs, and the part's other inputs are read."""
+    try:
+        return _run_input(part, item, cfg, gold, tasks, records)
+    except TimeoutError as exc:
+        records.append(
+            TraceRecord(
+                trace_id=item.name,
+                task=item.name,
+                status="error",
+                source=item.url,
+                error=redact_secrets(f"{shown_url(item.url)}: {stall_problem(exc)}"),
+                order=(part.index, len(records)),
+            )
+        )
+        return 0
+
+
 def _run_part(part: Part, cfg: Config) -> PartResult:
     records = Records(cfg.records_dir)
     try:
@@ -216,7 +240,7 @@ def _run_part(part: Part, cfg: Config) -> PartResult:
             _run_gather(part, cfg, gold, tasks, records)
             lines = [0]
         else:
-            lines = [_run_input(part, item, cfg, gold, tasks, records) for item in part.inputs]
+            lines = [_run_stalling(part, item, cfg, gold, tasks, records) for item in part.inputs]
     finally:
         records.close()
     return PartResult(part.index, records.held, lines, part.size, records.path)

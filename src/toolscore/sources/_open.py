@@ -238,7 +238,15 @@ def _reader(f: Any) -> Callable[[int], bytes]:
     return read1 if callable(read1) else f.read  # type: ignore[no-any-return]
 
 
+def stall_problem(exc: TimeoutError) -> str:
+    """What a read whose time ran out (a remote input's ``--http-timeout``) says."""
+    seconds = read_limits().http_timeout
+    return f"no answer for {seconds:g} s (the limit: --http-timeout) {exc}".strip()
+
+
 def read_error(source: str, exc: Exception) -> InputError:
+    if isinstance(exc, TimeoutError):
+        return InputError(source, stall_problem(exc))
     if isinstance(exc, DecompressedTooLarge):
         return InputError(source, str(exc), offset=exc.limit)
     if isinstance(exc, EOFError):
