@@ -23,6 +23,7 @@ from ..pipeline import Pipeline, run_sync
 from ..redact import active_pii, redact_secrets
 from ..result import normalize_weights
 from ..verdict import PassCriterion, judge
+from ._feed import fed
 from .ci import trace_view
 from .gold import GoldSpec
 from .groups import GroupBy
@@ -239,7 +240,7 @@ def evaluate_one(
     try:
         if decoder is not None and isinstance(data, io.BytesIO):
             dec = decoder()
-            batches = [dec.feed(data.getvalue()), dec.close()]
+            batches = fed(dec, data.getvalue())  # (a large trace: a chunk at a time)
             result, tools = (scorer or scorer_for(cfg)).score(calls, batches)
         else:
             counter = _ToolCounter()
