@@ -8,22 +8,18 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import zstandard
 
 from _cli import cli_env, run_cli
-from _datasets import generate_dataset
+from _datasets import COMPRESS, can_unshare_mount, generate_dataset
 from toolscore import evaluate_trace
 from toolscore.dataset import evaluate_dataset
 from toolscore.errors import InputError
 from toolscore.limits import ReadLimits, reading_limits
-
-COMPRESS = {".gz": gzip.compress, ".zst": zstandard.ZstdCompressor().compress}
 
 
 @pytest.fixture(scope="module")
@@ -104,20 +100,10 @@ def test_one_trace_keeps_the_calls_read_before_the_bound(tmp_path: Path) -> None
     assert report["trace_calls_count"] == result.trace_calls_count
 
 
-def _can_mount() -> bool:
-    """Whether this process may mount a tmpfs in a mount namespace of its own (root)."""
-    if shutil.which("unshare") is None:
-        return False
-    try:
-        done = subprocess.run(
-            ["unshare", "--mount", "true"], capture_output=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-@pytest.mark.skipif(sys.platform != "linux" or not _can_mount(), reason="needs unshare (root)")
+@pytest.mark.skipif(
+    sys.platform != "linux" or not can_unshare_mount(),
+    reason="needs unshare (root)",
+)
 def test_a_full_temporary_disk_is_an_input_error(tmp_path: Path) -> None:
     # a compressed multi-trace file large enough to be unpacked to disk, onto a 1 MiB tmpfs
     lines = [

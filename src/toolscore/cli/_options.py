@@ -182,6 +182,11 @@ def eval_options(params: Mapping[str, Any]) -> tuple[EvalOptions, DatasetOptions
             f"expected one of {', '.join(MISSING_TRACE)}, got {values['missing_trace']!r}",
             param_hint="--missing-trace",
         )
+    if not values["http_timeout"] > 0:  # (NaN too)
+        raise typer.BadParameter(
+            f"expected a positive number of seconds, got {values['http_timeout']}",
+            param_hint="--http-timeout",
+        )
     values["gold"] = values.pop("gold_file")
     values["trace"] = values.pop("trace_file")
     if values["trace"] is None:  # one argument: the trace, with no gold (checks only)
@@ -267,7 +272,6 @@ HttpTimeoutOption = Annotated[
     float,
     typer.Option(
         "--http-timeout",
-        min=0.001,
         help="Seconds an http(s):// input may take to connect or to send more (default 30).",
     ),
 ]
