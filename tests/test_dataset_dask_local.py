@@ -7,6 +7,8 @@ import http.client
 import ipaddress
 import json
 import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -51,15 +53,20 @@ def test_the_local_cluster_admits_only_this_run() -> None:
         assert address.startswith("tls://127.0.0.1:")
         assert client.submit(sum, [1, 2]).result() == 3  # (this run's client works)
         # a client without the run's credentials cannot connect: plain TCP, TLS without a
-        # certificate, or TLS with a certificate authority of its own
+        # certificate, or TLS with a certificate authority of its own (another process, as
+        # another user would be; a failed Client in this one can deadlock the next)
         port = address.rsplit(":", 1)[1]
         for attempt in (
-            {"address": f"tcp://127.0.0.1:{port}"},
-            {"address": address},
-            {"address": address, "security": distributed.security.Security.temporary()},
+            f"Client('tcp://127.0.0.1:{port}', timeout='3s')",
+            f"Client('{address}', timeout='3s')",
+            f"Client('{address}', security=Security.temporary(), timeout='3s')",
         ):
-            with pytest.raises((OSError, TypeError)):
-                distributed.Client(**attempt, timeout="3s")
+            code = f"from distributed import Client, Security\n{attempt}\nprint('connected')"
+            out = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+            )
+            assert out.returncode != 0 and "connected" not in out.stdout, attempt
+            assert "Error" in out.stderr, out.stderr[-2000:]
         # scheduler, nannies and workers listen on loopback addresses only
         listening = set(_listening(os.getpid())) - before
         assert len(listening) >= 3
