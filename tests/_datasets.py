@@ -3,10 +3,28 @@ dataset of many traces with trials."""
 
 from __future__ import annotations
 
+import gzip
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import zstandard
+
 from _bench import load_benchmark
+
+COMPRESS = {".gz": gzip.compress, ".zst": zstandard.ZstdCompressor().compress}
+"""Compress bytes as a file ending so is compressed."""
+
+
+def can_unshare_mount() -> bool:
+    """Whether this process may start one in a mount namespace of its own (root on Linux)."""
+    try:
+        done = subprocess.run(
+            ["unshare", "--mount", "true"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def _benchmark() -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from _datasets import generate_dataset
+from _datasets import can_unshare_mount, generate_dataset
 from toolscore.dataset import DatasetResult, evaluate_dataset
 
 
@@ -93,17 +93,6 @@ def client() -> Iterator[Any]:
         cluster.close()
 
 
-def _can_hide_directories() -> bool:
-    """Whether this process may start one in a mount namespace of its own (root on Linux)."""
-    try:
-        done = subprocess.run(
-            ["unshare", "--mount", "true"], capture_output=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
 def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
     for process in processes:
         process.terminate()
@@ -127,7 +116,7 @@ def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, P
     where an empty tmpfs covers the directory returned with the client. This process writes
     there; the workers see nothing of it (and still see the dataset)."""
     distributed = pytest.importorskip("distributed")
-    if sys.platform != "linux" or not _can_hide_directories():
+    if sys.platform != "linux" or not can_unshare_mount():
         pytest.skip("needs Linux mount namespaces (unshare --mount, as root)")
     hidden = tmp_path_factory.mktemp("driver-only")
     port = _free_port()

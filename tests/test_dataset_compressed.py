@@ -9,13 +9,10 @@ from typing import Any
 
 import msgspec
 import pytest
-import zstandard
 
 from _cli import run_cli
-from _datasets import generate_dataset, shaped_dataset
+from _datasets import COMPRESS, generate_dataset, shaped_dataset
 from toolscore.dataset import TraceRecord, evaluate_dataset
-
-COMPRESS = {".gz": gzip.compress, ".zst": zstandard.ZstdCompressor().compress}
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,13 @@
   one string of a JSON document. A larger one is an input error with its position (a JSON
   line is skipped as one input finding and the rest of the trace is read). Set it with
   ``toolscore eval --max-value-bytes N`` or :func:`value_limit`.
+- :class:`ReadLimits` (:func:`read_limits`, :func:`reading_limits`): the most bytes one
+  compressed input may decompress to (default 8 GiB, ``--max-decompressed-bytes``), the most
+  bytes of one trace a dataset holds in memory to evaluate it (default 256 MiB,
+  ``--max-trace-bytes``), and how long a remote input (``http://``, ``https://``) may take
+  to connect or to send its next bytes (default 30 s, ``--http-timeout``). Past each, an
+  input error naming the file (and the offset or the trace); what was read before is still
+  evaluated, and so is the rest of a dataset.
 
 How the depth is held without a second pass over every byte: the decoders written in C
 (msgspec, :mod:`json`) count their nesting against Python's recursion limit, so
@@ -30,6 +37,7 @@ value 1,000 levels deep can be walked.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -53,11 +61,14 @@ __all__ = [
     "MAX_DEPTH",
     "PARALLEL_MIN_BYTES",
     "RECURSION_LIMIT",
+    "ReadLimits",
     "bounded_depth",
     "decode_limit_exact",
     "ensure_recursion_limit",
     "exact_pairing_max",
     "max_value_bytes",
+    "read_limits",
+    "reading_limits",
     "value_limit",
 ]
 
@@ -151,6 +162,68 @@ def set_max_value_bytes(limit: int) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
         raise UsageError(f"--max-value-bytes must be a positive integer, got {limit!r}")
     _max_value_bytes.set(limit)
+
+
+DEFAULT_MAX_DECOMPRESSED_BYTES = 8 << 30
+"""The default of :attr:`ReadLimits.max_decompressed_bytes`: 8 GiB."""
+
+DEFAULT_MAX_TRACE_BYTES = 256 << 20
+"""The default of :attr:`ReadLimits.max_trace_bytes`: 256 MiB."""
+
+DEFAULT_HTTP_TIMEOUT = 30.0
+"""The default of :attr:`ReadLimits.http_timeout`: 30 seconds."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadLimits:
+    """How much reading one input may cost (see the module docstring); picklable, so a
+    dataset's workers get the run's.
+
+    Raises:
+        UsageError: a limit that is not a positive number.
+    """
+
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    """The most bytes a compressed input (``.gz``, ``.zst``) is decompressed to, in every
+    engine and by every reader (a copy on disk included)."""
+    max_trace_bytes: int = DEFAULT_MAX_TRACE_BYTES
+    """The most bytes of one trace of a multi-trace file a dataset holds to evaluate it."""
+    http_timeout: float = DEFAULT_HTTP_TIMEOUT
+    """Seconds a remote input may take to connect, and between two reads of its bytes."""
+
+    def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise UsageError(f"{item.name} must be a positive number, got {value!r}")
+
+
+_read_limits: ContextVar[ReadLimits | None] = ContextVar("toolscore_read_limits", default=None)
+
+
+def read_limits() -> ReadLimits:
+    """The :class:`ReadLimits` in force."""
+    return _read_limits.get() or _DEFAULT_READ_LIMITS
+
+
+_DEFAULT_READ_LIMITS = ReadLimits()
+
+
+@contextlib.contextmanager
+def reading_limits(limits: ReadLimits | None = None, /, **changes: float) -> Iterator[None]:
+    """Within the block, inputs opened follow ``limits`` (``None``: the ones in force), with
+    ``changes`` (:class:`ReadLimits` fields by name) applied."""
+    chosen = dataclasses.replace(limits or read_limits(), **changes)  # type: ignore[arg-type]
+    token = _read_limits.set(chosen)
+    try:
+        yield
+    finally:
+        _read_limits.reset(token)
+
+
+def set_read_limits(limits: ReadLimits) -> None:
+    """Set :func:`read_limits` for the rest of this context (the CLI's options)."""
+    _read_limits.set(limits)
 
 
 def ensure_recursion_limit() -> None:

@@ -15,7 +15,12 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ..limits import DEFAULT_MAX_VALUE_BYTES
+from ..limits import (
+    DEFAULT_HTTP_TIMEOUT,
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_TRACE_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+)
 
 __all__ = [
     "CiOptions",
@@ -66,6 +71,8 @@ class DatasetOptions:
     pass_no_violations: bool = True
     engine: str | None = None
     scheduler: str | None = None
+    dask_dashboard: bool = False
+    """The local Dask cluster serves its dashboard (``--dask-dashboard``)."""
     shared_dir: str | None = None
     interleaved: bool = False
     follow_symlinks: bool = False
@@ -89,6 +96,7 @@ class DatasetOptions:
                 self.min_pass_rate,
                 self.engine,
                 self.scheduler,
+                self.dask_dashboard,
                 self.shared_dir,
                 self.interleaved,
                 self.follow_symlinks,
@@ -108,6 +116,9 @@ class RunOptions:
     fail_on_violations: bool = False
     pii: bool = False
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    max_trace_bytes: int = DEFAULT_MAX_TRACE_BYTES
+    http_timeout: float = DEFAULT_HTTP_TIMEOUT
 
 
 @dataclass(kw_only=True)
@@ -173,6 +184,11 @@ def eval_options(params: Mapping[str, Any]) -> tuple[EvalOptions, DatasetOptions
             f"expected one of {', '.join(MISSING_TRACE)}, got {values['missing_trace']!r}",
             param_hint="--missing-trace",
         )
+    if not values["http_timeout"] > 0:  # (NaN too)
+        raise typer.BadParameter(
+            f"expected a positive number of seconds, got {values['http_timeout']}",
+            param_hint="--http-timeout",
+        )
     values["gold"] = values.pop("gold_file")
     values["trace"] = values.pop("trace_file")
     if values["trace"] is None:  # one argument: the trace, with no gold (checks only)
@@ -235,6 +251,30 @@ MaxValueBytesOption = Annotated[
         "--max-value-bytes",
         min=1,
         help="The largest JSON line, array item or string read whole (default 64 MiB).",
+    ),
+]
+MaxDecompressedBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-decompressed-bytes",
+        min=1,
+        help="The most bytes a compressed trace (.gz, .zst) is decompressed to (default 8 GiB).",
+    ),
+]
+MaxTraceBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-trace-bytes",
+        min=1,
+        help="Dataset: the most bytes of one trace held in memory to evaluate it "
+        "(default 256 MiB).",
+    ),
+]
+HttpTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--http-timeout",
+        help="Seconds an http(s):// input may take to connect or to send more (default 30).",
     ),
 ]
 
@@ -381,6 +421,14 @@ EngineOption = Annotated[
 SchedulerOption = Annotated[
     str | None,
     typer.Option("--scheduler", help="Dataset: the Dask scheduler, tcp://HOST:PORT."),
+]
+DaskDashboardOption = Annotated[
+    bool,
+    typer.Option(
+        "--dask-dashboard",
+        help="Dataset on a local Dask cluster (--engine dask, no --scheduler): serve its "
+        "dashboard on 127.0.0.1:8787 (off by default).",
+    ),
 ]
 SharedDirOption = Annotated[
     str | None,

@@ -13,7 +13,7 @@ import typer
 
 from .._exitcodes import EXIT_CLOSED_OUTPUT, Outcome, exit_code
 from ..errors import InputError, UsageError
-from ..limits import set_max_value_bytes
+from ..limits import ReadLimits, set_max_value_bytes, set_read_limits
 from ..redact import use_pii
 from ..result import parse_weights
 from ..sanitize import shown
@@ -72,8 +72,12 @@ def os_error_text(exc: OSError) -> str:
 
 
 def apply_settings(opts: RunOptions) -> None:
-    """The process-wide settings a run's options ask for (``--pii``, ``--max-value-bytes``)."""
+    """The process-wide settings a run's options ask for (``--pii``, ``--max-value-bytes``,
+    the read limits)."""
     set_max_value_bytes(opts.max_value_bytes)
+    set_read_limits(
+        ReadLimits(opts.max_decompressed_bytes, opts.max_trace_bytes, opts.http_timeout)
+    )
     use_pii(opts.pii)
 
 

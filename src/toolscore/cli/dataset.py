@@ -177,6 +177,7 @@ def _run(
                 engine=options.engine or ("dask" if options.scheduler else "local"),
                 workers=opts.workers,
                 scheduler=options.scheduler,
+                dask_dashboard=options.dask_dashboard,
                 shared_dir=options.shared_dir,
                 interleaved=options.interleaved,
                 follow_symlinks=options.follow_symlinks,

@@ -15,7 +15,12 @@ import typer
 from .._exitcodes import EXIT_ERROR, Outcome, exit_code
 from .._interrupt import active, run_until_signal
 from ..errors import ToolscoreError
-from ..limits import DEFAULT_MAX_VALUE_BYTES
+from ..limits import (
+    DEFAULT_HTTP_TIMEOUT,
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_TRACE_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+)
 from ..sanitize import shown, visible
 from ..verdict import judge, passes
 from . import _ci
@@ -62,6 +67,9 @@ def eval_command(
     junit: opt.JunitOption = None,
     sarif: opt.SarifOption = None,
     max_value_bytes: opt.MaxValueBytesOption = DEFAULT_MAX_VALUE_BYTES,
+    max_decompressed_bytes: opt.MaxDecompressedBytesOption = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_trace_bytes: opt.MaxTraceBytesOption = DEFAULT_MAX_TRACE_BYTES,
+    http_timeout: opt.HttpTimeoutOption = DEFAULT_HTTP_TIMEOUT,
     trace_key: opt.TraceKeyOption = None,
     task_key: opt.TaskKeyOption = None,
     task_regex: opt.TaskRegexOption = None,
@@ -74,6 +82,7 @@ def eval_command(
     pass_no_violations: opt.PassNoViolationsOption = True,
     engine: opt.EngineOption = None,
     scheduler: opt.SchedulerOption = None,
+    dask_dashboard: opt.DaskDashboardOption = False,
     shared_dir: opt.SharedDirOption = None,
     interleaved: opt.InterleavedOption = False,
     follow_symlinks: opt.FollowSymlinksOption = False,

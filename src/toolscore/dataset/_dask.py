@@ -18,8 +18,13 @@ from .inputs import Part, remove_location
 from .worker import Config, PartResult, run_part
 
 
-def _connect(scheduler: str | None) -> Any:
-    """A client of the Dask scheduler at ``scheduler``, or of a new local cluster."""
+def connect(scheduler: str | None, dashboard: bool = False) -> Any:
+    """A client of the Dask scheduler at ``scheduler``, or of a new local cluster
+    (:func:`local_cluster_options`; ``dashboard``: with its dashboard on 127.0.0.1:8787).
+
+    Raises:
+        UsageError: dask (or, for a local cluster, ``cryptography``) is not installed.
+    """
     try:
         # dask is optional (the dask extra) and heavy to import: --engine dask only
         from distributed import Client
@@ -27,7 +32,41 @@ def _connect(scheduler: str | None) -> Any:
         raise UsageError("--engine dask needs dask: pip install 'toolscore[dask]'") from None
     if scheduler:
         return Client(scheduler)  # type: ignore[no-untyped-call]
-    return Client(processes=True)  # type: ignore[no-untyped-call]
+    import dask.config  # (installed with distributed)
+
+    # the scheduler (in this process) serves only its health check over HTTP, unless the
+    # dashboard is asked for: no pages of its workers, logs and call stacks
+    routes = {} if dashboard else {"distributed.scheduler.http.routes": [_HEALTH_ROUTE]}
+    try:
+        with dask.config.set(routes):
+            return Client(**local_cluster_options(dashboard))  # type: ignore[no-untyped-call]
+    except ImportError as exc:  # Security.temporary() needs cryptography
+        raise UsageError(
+            f"--engine dask needs {exc.name or 'cryptography'}: pip install 'toolscore[dask]'"
+        ) from None
+
+
+_HEALTH_ROUTE = "distributed.http.health"
+
+
+def local_cluster_options(dashboard: bool = False) -> dict[str, Any]:
+    """The options of the local cluster a run without a scheduler starts (as ``Client``
+    takes them): no other user of this machine may reach it, since a client of a Dask
+    scheduler runs any code it likes in its workers. Scheduler, nannies and workers listen
+    on 127.0.0.1 only, over TLS with a certificate authority and a key made for this run
+    in memory (``Security.temporary()``: a client without them cannot connect, and each
+    end proves it holds them), and the dashboard is off unless asked for (then on
+    127.0.0.1:8787; else the scheduler's HTTP health check alone, on a free loopback
+    port)."""
+    return {
+        "processes": True,
+        "host": "127.0.0.1",
+        "protocol": "tls://",
+        "security": True,  # Client makes it Security.temporary() and passes it on
+        "dashboard_address": "127.0.0.1:8787" if dashboard else "127.0.0.1:0",
+        "scheduler_kwargs": {"dashboard": dashboard},
+        "worker_dashboard_address": None,
+    }
 
 
 def workers_share(client: Any, directory: str) -> bool:

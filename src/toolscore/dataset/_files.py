@@ -4,6 +4,7 @@ removed, locally or through fsspec."""
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import shutil
@@ -11,7 +12,10 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ..errors import InputError, UsageError
+from ..limits import read_limits
+from ..redact import redact_secrets
 from ..sources._drive import COMPRESSED, READ_ERRORS, decompressing, is_compressed, read_error
+from ..sources._open import stall_problem
 from .shape import is_url
 
 _EXTENSIONS = (".jsonl", ".ndjson", ".json", ".txt", *COMPRESSED)
@@ -25,8 +29,47 @@ def open_fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
         raise UsageError(
             f"{url}: reading URLs needs fsspec: pip install 'toolscore[s3]' (or [dask])"
         ) from None
-    fs, path = url_to_fs(url, **storage_options)
+    fs, path = url_to_fs(url, **_with_timeout(url, storage_options))
     return fs, path
+
+
+_HTTP = ("http://", "https://")
+
+
+def _with_timeout(url: str, storage_options: dict[str, Any]) -> dict[str, Any]:
+    """``storage_options`` for ``url``; for ``http(s)://``, with connect and read timeouts of
+    :attr:`~toolscore.limits.ReadLimits.http_timeout` seconds unless the options give their
+    own (``client_kwargs={"timeout": ...}``): a server that never answers, or stops sending,
+    fails the read instead of hanging the run."""
+    if not url.lower().startswith(_HTTP):
+        return storage_options
+    client = dict(storage_options.get("client_kwargs") or {})
+    if "timeout" in client:
+        return storage_options
+    # aiohttp comes with fsspec's http filesystem, which is what reads these URLs
+    import aiohttp
+
+    seconds = read_limits().http_timeout
+    client["timeout"] = aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
+    return {**storage_options, "client_kwargs": client}
+
+
+def _stalled(url: str, exc: TimeoutError) -> InputError:
+    """The input error of a remote input whose time ran out (see :func:`_with_timeout`),
+    naming ``url`` without its credentials."""
+    return InputError(shown_url(url), stall_problem(exc))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be shown: its user name and password (``https://user:pw@host``)
+    replaced, and what else looks like a credential redacted."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        host, slash, path = rest.partition("/")
+        if "@" in host:
+            host = "***@" + host.rsplit("@", 1)[1]
+        url = f"{scheme}{sep}{host}{slash}{path}"
+    return redact_secrets(url)
 
 
 @dataclass(frozen=True)
@@ -177,25 +220,10 @@ def list_inputs(
     options = storage_options or {}
     found: list[Input] = []
     if is_url(traces):
-        fs, path = open_fs(traces, options)
-        protocol = traces.split("://", 1)[0]
-        if _glob_chars(path):
-            infos = fs.glob(path, detail=True)
-            base = path.split("*", 1)[0].rsplit("/", 1)[0]
-        elif fs.isdir(path):
-            infos = fs.find(path, detail=True)
-            base = path.rstrip("/")
-        elif fs.exists(path):
-            infos = {path: fs.info(path)}
-            base = path.rsplit("/", 1)[0]
-        else:
-            raise InputError(traces, "file not found")
-        for name, info in sorted(infos.items()):
-            if info.get("type") == "directory":
-                continue
-            relative = name[len(base) :].lstrip("/") if name.startswith(base) else name
-            url = f"{protocol}://{name.split('://', 1)[-1]}" if protocol != "file" else name
-            found.append(Input(url, int(info.get("size") or 0), trace_name(relative)))
+        try:
+            found = _list_url(traces, options)
+        except TimeoutError as exc:
+            raise _stalled(traces, exc) from None
     elif os.path.isdir(traces) or _glob_chars(traces):
         base, pattern = (traces, None) if os.path.isdir(traces) else _glob_base(traces)
         for path in _walk(base, pattern, follow_symlinks, skipped):
@@ -211,11 +239,39 @@ def list_inputs(
     return found
 
 
+def _list_url(traces: str, options: dict[str, Any]) -> list[Input]:
+    """The files a URL names (a file, a directory, a glob)."""
+    found: list[Input] = []
+    fs, path = open_fs(traces, options)
+    protocol = traces.split("://", 1)[0]
+    if _glob_chars(path):
+        infos = fs.glob(path, detail=True)
+        base = path.split("*", 1)[0].rsplit("/", 1)[0]
+    elif fs.isdir(path):
+        infos = fs.find(path, detail=True)
+        base = path.rstrip("/")
+    elif fs.exists(path):
+        infos = {path: fs.info(path)}
+        base = path.rsplit("/", 1)[0]
+    else:
+        raise InputError(traces, "file not found")
+    for name, info in sorted(infos.items()):
+        if info.get("type") == "directory":
+            continue
+        relative = name[len(base) :].lstrip("/") if name.startswith(base) else name
+        url = f"{protocol}://{name.split('://', 1)[-1]}" if protocol != "file" else name
+        found.append(Input(url, int(info.get("size") or 0), trace_name(relative)))
+    return found
+
+
 def open_input(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:
     """A binary file for ``url`` (seekable; not decompressed)."""
     if is_url(url):
-        fs, path = open_fs(url, storage_options or {})
-        f: IO[bytes] = fs.open(path, "rb", block_size=4 * 1024 * 1024)
+        try:
+            fs, path = open_fs(url, storage_options or {})
+            f: IO[bytes] = fs.open(path, "rb", block_size=4 * 1024 * 1024)
+        except TimeoutError as exc:
+            raise _stalled(url, exc) from None
         return f
     return open(url, "rb")
 
@@ -262,6 +318,22 @@ def remove_location(
             os.unlink(url)
     except OSError:
         pass
+
+
+def out_of_space(exc: BaseException, directory: str) -> InputError | None:
+    """The input error for ``exc`` when it says the disk under ``directory`` (the run's
+    temporary files) is full: ``ENOSPC``, or SQLite's "database or disk is full"; else
+    None."""
+    full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+    if not full and type(exc).__name__ == "OperationalError":  # (sqlite3, imported lazily)
+        full = "disk is full" in str(exc)
+    if not full:
+        return None
+    return InputError(
+        directory,
+        "no space left for the run's temporary files (a large compressed input? see "
+        "--max-decompressed-bytes; or point TMPDIR at a larger disk)",
+    )
 
 
 def open_lines(url: str, storage_options: dict[str, Any] | None = None) -> IO[bytes]:

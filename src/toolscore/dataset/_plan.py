@@ -5,6 +5,7 @@ key, interleaving, OTLP)."""
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -133,7 +134,9 @@ def unpack(
                 while piece := f.read(READ_BYTES):
                     out.write(piece)
             return replace(item, local=path, size=f.offset, broken=f.fault)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            raise  # (the run reports the full disk)
         return item  # the worker reports it, reading the file itself
 
 
@@ -203,8 +206,11 @@ def plan_parts(
             compressed = item.local is None
         ship = unpack_dir is None and item.local is not None
         if item.size >= 2 * part_bytes and not compressed:
-            with open_input(item.path, storage_options) as f:
-                head = sniff(f)
+            try:
+                with open_input(item.path, storage_options) as f:
+                    head = sniff(f)
+            except TimeoutError:  # a remote file that stopped answering: the worker says so
+                head = b""
             found = detect_key(head, key)
             mixed = found is not None and (
                 force_interleaved or interleaved(head, IdReader(found, task_key))

@@ -19,6 +19,7 @@ from ..sources._drive import decompressing, is_compressed
 from ..sources.custom import CustomDialect
 from ..sources.detect import detect, dialect_class
 from ..sources.jsonl import JsonlDecoder
+from ._feed import too_large
 from ._scoring import GOLD_ERRORS, Config, _Tasks, evaluate_one, gold_error_record
 from .inputs import (
     BLANK,
@@ -281,6 +282,8 @@ def _evaluate_trace(
     # with its line, the record of a piece of a scattered trace is regrouped (regroup.py)
     calls = _gold_or_error(gold, trace_id, None, item.url, records, order, first)
     if calls is False:
+        return
+    if too_large(trace, item.url, records, order()):
         return
     data = b"".join(trace.lines)
     record = evaluate_one(

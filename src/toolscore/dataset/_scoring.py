@@ -18,10 +18,12 @@ from ..checks.secrets import ToolNames
 from ..columns import Columns
 from ..errors import InputError, ToolscoreError
 from ..hardrules.spec import RuleSet, combine
+from ..limits import ReadLimits
 from ..pipeline import Pipeline, run_sync
 from ..redact import active_pii, redact_secrets
 from ..result import normalize_weights
 from ..verdict import PassCriterion, judge
+from ._feed import fed
 from ._taskid import DEFAULT_TASK_REGEX, default_task
 from .ci import trace_view
 from .gold import GoldSpec
@@ -65,6 +67,8 @@ class Config:
     """The opt-in personal-data kinds looked for and redacted (``--pii``)."""
     max_value_bytes: int | None = None
     """The largest value read whole (``--max-value-bytes``); ``None``: the default."""
+    read_limits: ReadLimits | None = None
+    """The run's :class:`~toolscore.limits.ReadLimits`; ``None``: the defaults."""
     details: bool = False
     """Records carry a :class:`~.ci.TraceView` (for JUnit, SARIF, baselines)."""
     missing_trace: str = "empty"
@@ -230,7 +234,7 @@ def evaluate_one(
     try:
         if decoder is not None and isinstance(data, io.BytesIO):
             dec = decoder()
-            batches = [dec.feed(data.getvalue()), dec.close()]
+            batches = fed(dec, data.getvalue())  # (a large trace: a chunk at a time)
             result, tools = (scorer or scorer_for(cfg)).score(calls, batches)
         else:
             counter = _ToolCounter()

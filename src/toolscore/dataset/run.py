@@ -26,15 +26,16 @@ import anyio.to_thread
 
 from ..api import read_rules
 from ..errors import UsageError
+from ..limits import ReadLimits, read_limits, reading_limits, value_limit
 from ..limits import max_value_bytes as active_limit
-from ..limits import value_limit
 from ..redact import active_pii, pii_kinds
 from ..result import normalize_weights
 from ..sources.detect import check_format
-from ._dask import _connect
+from ._dask import connect
 from ._dask import with_data as with_data
 from ._dask import workers_share as workers_share
 from ._driver import _drive
+from ._files import out_of_space
 from ._per_trace import _Writer as _Writer
 from ._result import DatasetResult as DatasetResult
 from .gold import build_gold
@@ -65,6 +66,7 @@ def evaluate_dataset(
     workers: int | None = None,
     client: Any = None,
     scheduler: str | None = None,
+    dask_dashboard: bool = False,
     interleaved: bool = False,
     default_gold: str | None = None,
     gold_by_base_name: bool = False,
@@ -80,6 +82,7 @@ def evaluate_dataset(
     details: bool = False,
     missing_trace: str = "empty",
     follow_symlinks: bool = False,
+    limits: ReadLimits | None = None,
 ) -> DatasetResult:
     """Evaluate every trace of a dataset against its own gold.
 
@@ -110,6 +113,10 @@ def evaluate_dataset(
         workers: processes for ``local`` (default: one per CPU).
         client: a ``distributed.Client`` to run the parts on (implies ``engine="dask"``).
         scheduler: a Dask scheduler address (``tcp://host:port``), when no client is given.
+            Without either, ``engine="dask"`` starts a local cluster that only this run can
+            use (loopback addresses, TLS with a key made for the run:
+            :func:`~._dask.local_cluster_options`).
+        dask_dashboard: that local cluster serves its dashboard (on 127.0.0.1:8787).
         interleaved: the lines of one trace may be anywhere in their file.
         default_gold: with a gold directory, the gold file (local) of every trace the
             directory has no gold for (read before anything runs: a missing or malformed
@@ -138,7 +145,10 @@ def evaluate_dataset(
         details: each record handed to ``on_record`` carries ``ci``, a
             :class:`~.ci.TraceView` of its findings (with their lines) and its baseline
             summary, for JUnit, SARIF and baselines (:class:`~.ci.DatasetCi`); never stored.
-
+        limits: the most a compressed input may decompress to, a trace may hold in memory,
+            and a remote input may stall (:class:`~toolscore.limits.ReadLimits`; ``None``:
+            the ones in force in the caller, e.g. the command line's). Carried to every
+            worker.
         follow_symlinks: read the files that symbolic links in a local trace or gold
             directory (or glob) lead to outside it, and enter linked directories (each
             once); by default such a link is skipped and named in :attr:`~DatasetResult.problems`.
@@ -161,108 +171,114 @@ def evaluate_dataset(
     with value_limit(max_value_bytes):  # checks the value
         limit = active_limit()
     options = dict(storage_options or {})
+    limits = limits or read_limits()
     started = time.perf_counter()
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
     own_client: Any = None
     shared: str | None = None
     skipped: list[str] = []
     """The links not followed (:func:`~.inputs.list_inputs`)."""
-    try:
-        # the rules are read (and checked) here, first: a worker anywhere gets them
-        rules = read_rules(forbidden, None, None, criterion)
-        spec = build_gold(
-            gold,
-            work,
-            key=trace_key,
-            storage_options=options,
-            default=default_gold,
-            by_base_name=gold_by_base_name,
-            follow_symlinks=follow_symlinks,
-            skipped=skipped,
-        )
-        inputs = list_inputs(traces, options, follow_symlinks=follow_symlinks, skipped=skipped)
-        if client is None and (scheduler is not None or engine == "dask"):
-            with _scratch_in(work):  # a local cluster's files: removed with the run's
-                client = own_client = _connect(scheduler)
-        # the work directory, when every worker sees it (a Dask cluster's may not); else
-        # the shared directory given, for the files every worker must read
-        local_disk = work if client is None or workers_share(client, work) else None
-        area = local_disk
-        if local_disk is None and shared_dir is not None:
-            area = in_location(shared_dir, os.path.basename(work))
-            try:
-                make_location(area, options)
-            except (OSError, ValueError) as exc:
-                raise UsageError(
-                    f"--shared-dir {shared_dir}: cannot make a directory in it: {exc}"
-                ) from None
-            shared = area
-        key = trace_key if trace_key not in (None, "auto") else None
-        parts = plan_parts(
-            inputs,
-            key=key,
-            task_key=task_key,
-            force_interleaved=interleaved,
-            storage_options=options,
-            part_bytes=part_bytes or part_size(inputs, engine, workers, client, scheduler),
-            unpack_dir=area,
-            # no directory in common with the workers: a large compressed file is
-            # decompressed here and an interleaved one scattered here, and each range's or
-            # partition's bytes go to its worker with it
-            ship_dir=work if area is None else None,
-        )
-        cfg = Config(
-            gold=spec,
-            format=format,
-            weights=norm,
-            forbidden=rules,
-            strict=strict,
-            trace_key=trace_key,
-            task_key=task_key,
-            task_regex=task_regex,
-            criterion=criterion or PassCriterion(),
-            interleaved=interleaved,
-            storage_options=options,
-            spill_dir=work,
-            records_dir=local_disk,
-            scatter_dir=area if area is not None else work,  # (else scattered here)
-            pii=kinds,
-            max_value_bytes=limit,
-            details=details,
-            missing_trace=missing_trace,
-            group_by=grouping or None,
-        )
-        with fewer_collections():  # the records taken in: as a worker's traces (worker.py)
-            result = _drive(
-                parts,
-                cfg,
-                spec,
+    with reading_limits(limits):  # (the planner's and the inline engine's reading)
+        try:
+            # the rules are read (and checked) here, first: a worker anywhere gets them
+            rules = read_rules(forbidden, None, None, criterion)
+            spec = build_gold(
+                gold,
                 work,
-                started=started,
-                per_trace=per_trace,
-                engine=engine,
-                workers=workers,
-                client=client,
-                scheduler=scheduler,
-                on_record=on_record,
-                on_progress=on_progress,
-                on_problem=on_problem,
-                ks=ks,
-                notes=skipped,
+                key=trace_key,
+                storage_options=options,
+                default=default_gold,
+                by_base_name=gold_by_base_name,
+                follow_symlinks=follow_symlinks,
+                skipped=skipped,
             )
-        unmatched = result.aggregate.groups.unmatched() if result.aggregate.groups else []
-        if unmatched:
-            result.close()
-            raise UsageError("; ".join(unmatched))
-        return result
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    finally:
-        if shared is not None:
-            remove_location(shared, options, recursive=True)
-        if own_client is not None:
-            own_client.close()
+            inputs = list_inputs(traces, options, follow_symlinks=follow_symlinks, skipped=skipped)
+            if client is None and (scheduler is not None or engine == "dask"):
+                with _scratch_in(work):  # a local cluster's files: removed with the run's
+                    client = own_client = connect(scheduler, dask_dashboard)
+            # the work directory, when every worker sees it (a Dask cluster's may not); else
+            # the shared directory given, for the files every worker must read
+            local_disk = work if client is None or workers_share(client, work) else None
+            area = local_disk
+            if local_disk is None and shared_dir is not None:
+                area = in_location(shared_dir, os.path.basename(work))
+                try:
+                    make_location(area, options)
+                except (OSError, ValueError) as exc:
+                    raise UsageError(
+                        f"--shared-dir {shared_dir}: cannot make a directory in it: {exc}"
+                    ) from None
+                shared = area
+            key = trace_key if trace_key not in (None, "auto") else None
+            parts = plan_parts(
+                inputs,
+                key=key,
+                task_key=task_key,
+                force_interleaved=interleaved,
+                storage_options=options,
+                part_bytes=part_bytes or part_size(inputs, engine, workers, client, scheduler),
+                unpack_dir=area,
+                # no directory in common with the workers: a large compressed file is
+                # decompressed here and an interleaved one scattered here, and each range's or
+                # partition's bytes go to its worker with it
+                ship_dir=work if area is None else None,
+            )
+            cfg = Config(
+                gold=spec,
+                format=format,
+                weights=norm,
+                forbidden=rules,
+                strict=strict,
+                trace_key=trace_key,
+                task_key=task_key,
+                task_regex=task_regex,
+                criterion=criterion or PassCriterion(),
+                interleaved=interleaved,
+                storage_options=options,
+                spill_dir=work,
+                records_dir=local_disk,
+                scatter_dir=area if area is not None else work,  # (else scattered here)
+                pii=kinds,
+                max_value_bytes=limit,
+                read_limits=limits,
+                details=details,
+                missing_trace=missing_trace,
+                group_by=grouping or None,
+            )
+            with fewer_collections():  # the records taken in: as a worker's traces (worker.py)
+                result = _drive(
+                    parts,
+                    cfg,
+                    spec,
+                    work,
+                    started=started,
+                    per_trace=per_trace,
+                    engine=engine,
+                    workers=workers,
+                    client=client,
+                    scheduler=scheduler,
+                    on_record=on_record,
+                    on_progress=on_progress,
+                    on_problem=on_problem,
+                    ks=ks,
+                    notes=skipped,
+                )
+            unmatched = result.aggregate.groups.unmatched() if result.aggregate.groups else []
+            if unmatched:
+                result.close()
+                raise UsageError("; ".join(unmatched))
+            return result
+        except BaseException as exc:
+            shutil.rmtree(work, ignore_errors=True)
+            full = out_of_space(exc, os.path.dirname(work))
+            if full is not None:
+                raise full from None
+            raise
+        finally:
+            if shared is not None:
+                remove_location(shared, options, recursive=True)
+            if own_client is not None:
+                own_client.close()
 
 
 @contextlib.contextmanager

@@ -21,8 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..limits import value_limit
-from ..redact import pii_redaction
+from ..limits import reading_limits, value_limit
+from ..redact import pii_redaction, redact_secrets
+from ..sources._open import stall_problem
+from ._files import shown_url
 from ._readers import FileFormat as FileFormat
 from ._readers import _run_gather, _run_input, _run_scatter
 from ._readers import range_lines as range_lines
@@ -38,7 +40,7 @@ from ._scoring import gold_error_record as gold_error_record
 from ._scoring import scorer_for as scorer_for
 from ._taskid import DEFAULT_TASK_REGEX as DEFAULT_TASK_REGEX
 from .gold import gold_lookup
-from .inputs import Part
+from .inputs import Input, Part
 from .records import (
     TraceRecord,
     pack_records,
@@ -228,10 +230,34 @@ def fewer_collections() -> Iterator[None]:
 
 
 def run_part(part: Part, cfg: Config) -> PartResult:
-    """Evaluate every trace of ``part`` (under the run's ``--pii`` and ``--max-value-bytes``:
-    a pool process or a Dask worker has its own context, so they travel in ``cfg``)."""
+    """Evaluate every trace of ``part`` (under the run's ``--pii``, ``--max-value-bytes`` and
+    read limits: a pool process or a Dask worker has its own context, so they travel in
+    ``cfg``)."""
     with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes), fewer_collections():
-        return _run_part(part, cfg)
+        with reading_limits(cfg.read_limits):
+            return _run_part(part, cfg)
+
+
+def _run_stalling(
+    part: Part, item: Input, cfg: Config, gold: Any, tasks: _Tasks, records: Records
+) -> int:
+    """:func:`~._readers._run_input`, where a remote input that stops answering (its
+    ``--http-timeout``) ends as the input's error record: the traces read before it keep
+    theirs, and the part's other inputs are read."""
+    try:
+        return _run_input(part, item, cfg, gold, tasks, records)
+    except TimeoutError as exc:
+        records.append(
+            TraceRecord(
+                trace_id=item.name,
+                task=item.name,
+                status="error",
+                source=item.url,
+                error=redact_secrets(f"{shown_url(item.url)}: {stall_problem(exc)}"),
+                order=(part.index, len(records)),
+            )
+        )
+        return 0
 
 
 def _run_part(part: Part, cfg: Config) -> PartResult:
@@ -247,7 +273,7 @@ def _run_part(part: Part, cfg: Config) -> PartResult:
             _run_gather(part, cfg, gold, tasks, records)
             lines = [0]
         else:
-            lines = [_run_input(part, item, cfg, gold, tasks, records) for item in part.inputs]
+            lines = [_run_stalling(part, item, cfg, gold, tasks, records) for item in part.inputs]
     finally:
         records.close()
     return PartResult(part.index, records.held, lines, part.size, records.path)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InputError, MalformedTrace, TruncatedTrace
+from ..limits import read_limits
 
 try:  # optional (pip install 'toolscore[zstd]'): .zst traces, and what a damaged one raises
     import zstandard
@@ -125,12 +126,65 @@ def is_compressed(path: str) -> bool:
 
 
 def decompressing(path: str, file: Any) -> Any:
-    """A reader (``read``) of ``file`` decompressed as ``path`` ends: ``.gz``, or ``.zst`` /
-    ``.zstd`` (the optional ``zstandard`` package; without it, :class:`InputError`). A read
-    may raise one of :data:`READ_ERRORS` (a damaged or truncated stream)."""
+    """A reader (``read``, ``read1``) of ``file`` decompressed as ``path`` ends: ``.gz``, or
+    ``.zst`` / ``.zstd`` (the optional ``zstandard`` package; without it,
+    :class:`InputError`), that gives at most ``max_decompressed_bytes`` bytes (of
+    :func:`~toolscore.limits.read_limits`). A read may raise one of :data:`READ_ERRORS` (a
+    damaged or truncated stream, or :class:`DecompressedTooLarge`)."""
     if path.lower().endswith(".gz"):
-        return gzip.GzipFile(fileobj=file, mode="rb")
-    return _open_zstd(path, file)
+        stream: Any = gzip.GzipFile(fileobj=file, mode="rb")
+    else:
+        stream = _open_zstd(path, file)
+    return _Bounded(stream, read_limits().max_decompressed_bytes)
+
+
+class DecompressedTooLarge(Exception):
+    """A compressed input decompresses to more than the limit (its first ``limit`` bytes
+    were given)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"decompresses to more than {limit:,} bytes (the limit: --max-decompressed-bytes)"
+        )
+        self.limit = limit
+
+
+class _Bounded:
+    """A decompressed stream cut at ``limit`` bytes: the bytes up to it are given, and the
+    read after them raises :class:`DecompressedTooLarge` (a bomb costs no more than the
+    limit, in memory or on disk)."""
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self._stream = stream
+        self._read1 = _reader(stream)
+        self._left = limit
+        self._limit = limit
+        self._over = False
+
+    def read1(self, size: int = -1) -> bytes:
+        return self._bounded(self._read1(size if size >= 0 else 1 << 16))
+
+    def read(self, size: int = -1) -> bytes:
+        if size >= 0:
+            return self._bounded(self._stream.read(size))
+        pieces = []
+        while piece := self.read1(1 << 20):
+            pieces.append(piece)
+        return b"".join(pieces)
+
+    def _bounded(self, data: bytes) -> bytes:
+        if self._over:
+            raise DecompressedTooLarge(self._limit)
+        if len(data) > self._left:
+            if not self._left:
+                raise DecompressedTooLarge(self._limit)
+            data, self._left, self._over = data[: self._left], 0, True
+        else:
+            self._left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 def _open_zstd(path: str, file: Any) -> Any:
@@ -184,13 +238,23 @@ def _reader(f: Any) -> Callable[[int], bytes]:
     return read1 if callable(read1) else f.read  # type: ignore[no-any-return]
 
 
+def stall_problem(exc: TimeoutError) -> str:
+    """What a read whose time ran out (a remote input's ``--http-timeout``) says."""
+    seconds = read_limits().http_timeout
+    return f"no answer for {seconds:g} s (the limit: --http-timeout) {exc}".strip()
+
+
 def read_error(source: str, exc: Exception) -> InputError:
+    if isinstance(exc, TimeoutError):
+        return InputError(source, stall_problem(exc))
+    if isinstance(exc, DecompressedTooLarge):
+        return InputError(source, str(exc), offset=exc.limit)
     if isinstance(exc, EOFError):
         return TruncatedTrace(source, f"the compressed input ends early: {exc}")
     return MalformedTrace(source, f"cannot read the input: {exc}")
 
 
-READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)
+READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error, DecompressedTooLarge)
 """What reading a damaged or truncated compressed input raises."""
 if zstandard is not None:  # a damaged .zst stream
     READ_ERRORS += (zstandard.ZstdError,)

@@ -1,0 +1,73 @@
+"""A trace's memory in dataset mode: decoded a chunk at a time (peak RSS a small multiple of
+its bytes, not ~100x), and one bound (``--max-trace-bytes``) past which it is an input
+error naming the file and the trace while the rest of the run is evaluated."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from _cli import cli_env
+from toolscore.dataset import evaluate_dataset
+from toolscore.limits import ReadLimits
+
+PEAK = """
+import resource, sys
+from toolscore.dataset import evaluate_dataset
+result = evaluate_dataset([{"tool": "search"}], sys.argv[1], engine="inline", trace_key="trace_id")
+calls = sorted((r.trace_id, r.status, r.calls) for r in result)
+result.close()
+print(calls, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def _lines(trace_id: str, count: int) -> list[str]:
+    return [
+        json.dumps({"trace_id": trace_id, "tool": "search", "args": {"q": "NYC", "i": i % 7}})
+        for i in range(count)
+    ]
+
+
+def test_a_large_compressible_trace_is_decoded_a_chunk_at_a_time(tmp_path: Path) -> None:
+    # 200,000 calls, 13.6 MB decoded, from a few hundred KB compressed
+    data = ("\n".join(_lines("big", 200_000) + _lines("small", 3)) + "\n").encode()
+    packed = tmp_path / "traces.jsonl.gz"
+    packed.write_bytes(gzip.compress(data))
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK, str(packed)],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    calls, peak_mb = out.stdout.strip().rsplit(" ", 1)
+    assert calls == str([("big", "ok", 200_000), ("small", "ok", 3)])
+    # (imports ~30 MB, the trace's bytes 13.6 MB: 106 MB here, 214 MB decoded whole)
+    assert int(peak_mb) < 160, out.stdout
+
+
+def test_a_trace_over_the_bound_is_an_input_error(tmp_path: Path) -> None:
+    lines = _lines("a", 5) + _lines("huge", 500) + _lines("c", 5)
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("\n".join(lines) + "\n")
+    result = evaluate_dataset(
+        [{"tool": "search"}],
+        str(traces),
+        engine="inline",
+        trace_key="trace_id",
+        limits=ReadLimits(max_trace_bytes=10_000),
+    )
+    try:
+        by_id = {r.trace_id: r for r in result}
+        assert by_id["a"].status == by_id["c"].status == "ok"
+        huge = by_id["huge"]
+        assert huge.status == "error" and huge.error is not None
+        assert huge.error.startswith(f"{traces}:6: trace 'huge' holds ")
+        assert "--max-trace-bytes" in huge.error
+        assert result.input_errors == 1
+    finally:
+        result.close()
