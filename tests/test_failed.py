@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import toolscore
 from toolscore.errors import RuleFileError
-from toolscore.failed import DEFAULT_FAILURES, failure_rules
+from toolscore.failed import DEFAULT_FAILURES, UNDECIDED, failure_rules
 
 
 def _corpus_line(corpus: Path, name: str, test: Any) -> dict[str, Any]:
@@ -156,6 +156,23 @@ def test_user_rules_remove_and_add(tmp_path: Path) -> None:
         failure_rules({"remove": ["result.nope"]})
     with pytest.raises(RuleFileError, match=r"unknown operator '\$regx'"):
         failure_rules({"add": [{"id": "x", "match": {"$regx": "a"}}]})
+
+
+def test_an_undecided_failure_rule_counts_the_call_as_failed_and_says_so() -> None:
+    hostile = "a" * 99 + "!\n"  # $ before a final newline: Python's re, past its time bound
+    calls = [{"tool": "fetch", "result": hostile}] * 3
+    section = {"add": [{"id": "timeout", "match": {"$regex": "(a+)+$"}}]}
+    result = toolscore.evaluate([], calls, rules={"failures": section})
+    messages = [f.message for f in result.findings if f.kind == "failed_call"]
+    assert len(messages) == 3
+    assert messages[0] == f"call 1 fetch failed (timeout; {UNDECIDED})"
+    # decided matches keep their plain rule id
+    decided = toolscore.evaluate(
+        [], [{"tool": "fetch", "result": "aaa"}], rules={"failures": section}
+    )
+    assert [f.message for f in decided.findings if f.kind == "failed_call"] == [
+        "call 1 fetch failed (timeout)"
+    ]
 
 
 _field_values = st.one_of(

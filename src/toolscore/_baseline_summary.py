@@ -33,8 +33,9 @@ def baseline_name(text: str) -> str:
 class TraceSummary:
     """What a baseline keeps of one trace's evaluation."""
 
-    score: float
-    grade: str
+    score: float | None
+    """The score; ``None`` for a checks-only evaluation (no gold: nothing to score)."""
+    grade: str | None
     required: tuple[int, int] | None
     """``(completed, required)`` calls, or ``None`` when the gold expects no call."""
     missing_tools: tuple[str, ...] = ()
@@ -55,7 +56,7 @@ class TraceSummary:
             "grade": self.grade,
             "missing_tools": list(self.missing_tools),
             "required": None if self.required is None else list(self.required),
-            "score": _finite(self.score),
+            "score": None if self.score is None else _finite(self.score),
         }
 
     @staticmethod
@@ -72,10 +73,12 @@ class TraceSummary:
             grade = data["grade"]
             required = data.get("required")
             findings = data.get("findings") or {}
-            if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise TypeError("score must be a number")
-            if not isinstance(grade, str):
-                raise TypeError("grade must be a string")
+            if score is not None and (
+                isinstance(score, bool) or not isinstance(score, (int, float))
+            ):
+                raise TypeError("score must be a number or null (checks only)")
+            if grade is not None and not isinstance(grade, str):
+                raise TypeError("grade must be a string or null (checks only)")
             if required is not None and not (
                 isinstance(required, list)
                 and len(required) == 2
@@ -97,7 +100,7 @@ class TraceSummary:
             if not _count(data.get("calls") or 0):
                 raise TypeError("calls must be a whole number >= 0")
             return TraceSummary(
-                score=float(score),
+                score=None if score is None else float(score),
                 grade=grade,
                 required=None if required is None else (required[0], required[1]),
                 missing_tools=tuple(baseline_name(str(t)) for t in missing),
@@ -176,8 +179,8 @@ def summarize(result: Any) -> TraceSummary:
     correctness = result.metrics.get("tool_correctness_metrics") or {}
     missing = tuple(sorted(baseline_name(str(t)) for t in correctness.get("missing_tools") or ()))
     return TraceSummary(
-        score=float(result.score),
-        grade=str(result.grade),
+        score=float(result.score) if result.has_gold else None,
+        grade=str(result.grade) if result.has_gold else None,
         required=required,
         missing_tools=missing,
         findings=dict(sorted(counts.items())),
@@ -205,7 +208,7 @@ class AggregateBuilder:
         if not summary.complete:
             self.incomplete += 1
         score = summary.score
-        if math.isfinite(score):
+        if score is not None and math.isfinite(score):
             self._scored += 1
             self._min = score if self._min is None else min(self._min, score)
             self._sum.add(score)

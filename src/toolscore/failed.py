@@ -25,7 +25,9 @@ matcher) on the result or on one field of a result object::
                          {"id": "server", "field": "code", "match": {"$gte": 500}}]}
 
 The failed-call finding names the rule when it is not Toolscore's own (``is_error``,
-``error``): ``call 3 fetch failed (result.prefix)``.
+``error``): ``call 3 fetch failed (result.prefix)``. A rule of your own whose pattern cannot
+be decided in time (Python's ``re``, past its budget) counts the call as failed and says so:
+``call 3 fetch failed (timeout; undecided: ...)``.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ import orjson
 import re2
 
 from .errors import RuleFileError
-from .matchers import compare_values
+from .matchers import UNDECIDED_RAISES, compare_values
 from .operators import OperatorError, from_json
+from .patterns import PatternTimeout
 
 __all__ = [
     "DEFAULT_FAILURES",
@@ -108,10 +111,19 @@ class FailureRules:
                 if value is None or field not in value:
                     continue
                 value = value[field]
-            if compare_values(matcher, value):
-                return rule_id
+            token = UNDECIDED_RAISES.set(True)  # undecided: a failure, never a silent success
+            try:
+                if compare_values(matcher, value):
+                    return rule_id
+            except PatternTimeout:
+                return f"{rule_id}; {UNDECIDED}"
+            finally:
+                UNDECIDED_RAISES.reset(token)
         return None
 
+
+UNDECIDED = "undecided: its pattern took too long to match, counted as a failure"
+"""Added to a rule's id when its match could not be decided (the call counts as failed)."""
 
 DEFAULT_FAILURES = FailureRules()
 """The documented defaults."""

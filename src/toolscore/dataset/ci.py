@@ -277,7 +277,6 @@ class DatasetCi:
             and view is not None
             and view.summary is not None
             and record.trace_id
-            and record.score is not None
         ):
             # CI outputs load only when asked for: start-up of a dataset run
             from ..baseline import TraceSummary, baseline_name
