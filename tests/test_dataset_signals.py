@@ -161,6 +161,50 @@ def test_a_signal_stops_a_dataset_run_with_its_reports(
     assert list(tmp.iterdir()) == []
 
 
+def _opened(folder: Path) -> bool:
+    """Whether the run has opened its per-trace file (its temporary file exists)."""
+    return any(p.name.startswith(".toolscore-") for p in folder.iterdir())
+
+
+def test_a_signal_before_any_trace_is_done_still_writes_the_report(
+    tmp_path: Path, dataset: tuple[Path, Path], request: pytest.FixtureRequest
+) -> None:
+    # stopped as soon as its outputs are open, before a part has come back: the report says
+    # what was read (perhaps nothing), the old per-trace file is replaced by what was read
+    gold, traces = dataset
+    out = tmp_path / "out"
+    out.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix="tss-"))
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    env = cli_env()
+    env["TMPDIR"] = str(tmp)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolscore", "eval", str(gold), str(traces), "-o",
+         str(out / "r.json"), "--per-trace", str(out / "pt.jsonl"), *ENGINES["pool"]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + WAIT
+        while not _opened(out):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run did not start"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    report = json.loads((out / "r.json").read_bytes())
+    assert report["summary"]["interrupted"] is True
+    read = report["summary"]["traces"]
+    assert read < TRACES
+    assert len((out / "pt.jsonl").read_bytes().splitlines()) == read
+    assert sorted(p.name for p in out.iterdir()) == ["pt.jsonl", "r.json"]
+    assert list(tmp.iterdir()) == []
+
+
 def test_a_signal_stops_the_actions_dataset_run_with_its_summary(
     tmp_path: Path, dataset: tuple[Path, Path]
 ) -> None:
