@@ -151,12 +151,15 @@ class _Key(NamedTuple):
     rule: int | None
 
 
-def summarize(result: Any) -> TraceSummary:
-    """The baseline summary of one evaluation result (an ``EvaluationResult``).
+def summarize(result: Any, scored: bool | None = None) -> TraceSummary:
+    """The baseline summary of one evaluation result (an ``EvaluationResult``); ``scored``
+    False (default: the result's ``has_gold``) keeps no score and no grade (checks only).
 
     Findings are counted exactly, kept or not (:attr:`EvaluationResult.finding_counts`);
     for a result that did not count them, over those it keeps (the first 10,000).
     """
+    if scored is None:
+        scored = bool(getattr(result, "has_gold", True))
     counts: dict[str, int] = {}
     counted = getattr(result, "finding_counts", None)
     if counted is not None:
@@ -179,8 +182,8 @@ def summarize(result: Any) -> TraceSummary:
     correctness = result.metrics.get("tool_correctness_metrics") or {}
     missing = tuple(sorted(baseline_name(str(t)) for t in correctness.get("missing_tools") or ()))
     return TraceSummary(
-        score=float(result.score) if result.has_gold else None,
-        grade=str(result.grade) if result.has_gold else None,
+        score=float(result.score) if scored else None,
+        grade=str(result.grade) if scored else None,
         required=required,
         missing_tools=missing,
         findings=dict(sorted(counts.items())),

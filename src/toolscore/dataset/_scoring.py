@@ -310,7 +310,7 @@ def _fill(
             record.status = "error"
             record.error = redact_secrets(problem)
     if cfg.details:
-        record.ci = trace_view(result, source, linenos, record.error)
+        record.ci = trace_view(result, source, linenos, record.error, has_gold)
     if not has_gold:
         if record.status == "ok":
             record.status = "no_gold"

@@ -82,7 +82,13 @@ def _file_line(rel: int | None, linenos: list[int] | None) -> int | None:
     return linenos[rel - 1] if 0 < rel <= len(linenos) else None
 
 
-def trace_view(result: Any, source: str, linenos: list[int] | None, error: str | None) -> TraceView:
+def trace_view(
+    result: Any,
+    source: str,
+    linenos: list[int] | None,
+    error: str | None,
+    scored: bool = True,
+) -> TraceView:
     """The view of one evaluation ``result`` of a trace read from ``source``.
 
     Args:
@@ -92,6 +98,7 @@ def trace_view(result: Any, source: str, linenos: list[int] | None, error: str |
             a multi-trace file (its findings' lines are the trace's own); ``None``: the
             findings' lines are the file's already.
         error: the record's error text (file and line already), when reading stopped early.
+        scored: False for a trace checked without gold (its summary has no score).
     """
     # CI outputs load only when asked for: start-up of a dataset run
     from ..baseline import summarize
@@ -117,7 +124,7 @@ def trace_view(result: Any, source: str, linenos: list[int] | None, error: str |
         input_error_line=None if input_error is None else _file_line(input_error.line, linenos),
         input_problems=int(result.input_problems or 0),
         notes=list(result.notes),
-        summary=summarize(result).to_json(),
+        summary=summarize(result, scored).to_json(),
     )
 
 
