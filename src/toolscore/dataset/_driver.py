@@ -155,6 +155,8 @@ def _drive(
 
     for note in notes:  # (found before the run: links not followed)
         problem(note)
+    said: set[str] = set()
+    """The parts' notes said so far (:attr:`~.worker.PartResult.notes`)."""
 
     def retried(part: Part, reason: str) -> None:
         problem(f"{reason} while evaluating {part.describe()}; its traces are evaluated again")
@@ -263,6 +265,10 @@ def _drive(
             done_bytes += part.size
             return
         part = parts[outcome.index]
+        for note in outcome.notes:  # (each range of a file may say it: once)
+            if note not in said:
+                said.add(note)
+                problem(note)
         if outcome.scattered is not None:
             url = part.inputs[0].url
             scattered.setdefault(url, []).append((part, *outcome.scattered, base.get(url, 0)))

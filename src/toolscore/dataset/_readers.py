@@ -20,6 +20,7 @@ from ..sources.custom import CustomDialect
 from ..sources.detect import detect, dialect_class
 from ..sources.jsonl import JsonlDecoder
 from ._feed import too_large
+from ._files import shown_url
 from ._scoring import GOLD_ERRORS, Config, _Tasks, evaluate_one, gold_error_record
 from .inputs import (
     BLANK,
@@ -142,7 +143,15 @@ def _run_input(
                 got.offset += base
                 _evaluate_trace(got, item, cfg, gold, tasks, records, part, fmt)
         _ended_early(f, item, part, records.last_id, records)
+        _mixed_ids(ids, source, records)
     return lines_read
+
+
+def _mixed_ids(ids: IdReader, source: str, records: Records) -> None:
+    """Say so when the ids read were strings and numbers alike (:meth:`IdReader.mixed`)."""
+    note = ids.mixed(shown_url(source))
+    if note is not None:
+        records.notes.append(redact_secrets(note))
 
 
 def _ended_early(f: IO[bytes], item: Input, part: Part, last: str | None, records: Records) -> None:
@@ -410,6 +419,7 @@ def _run_scatter(part: Part, cfg: Config, records: Records) -> tuple[int, tuple[
                 continue
             break
         _ended_early(f, item, part, last, records)
+    _mixed_ids(ids, source, records)
     # (a part run again writes a file of its own)
     path = in_location(cfg.scatter_dir, f"scatter-{part.index}-{uuid.uuid4().hex}")
     cuts = [0]

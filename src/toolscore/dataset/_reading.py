@@ -32,6 +32,8 @@ class IdReader:
         self.key = key
 
         self._decode_lines = msgspec.json.Decoder(cls).decode_lines
+        self.kinds = 0
+        """The kinds of ids read: :data:`STRING_ID` and :data:`OTHER_ID` bits."""
 
     def read(self, line: bytes) -> tuple[str | None, str | None] | None:
         """``(id, task)``; ``None`` for a line that is not a JSON object."""
@@ -43,8 +45,10 @@ class IdReader:
 
     def _ids(self, obj: Any) -> tuple[str | None, str | None]:
         key = obj.k
-        if type(key) is not str:
-            key = None if key is None else str(key)
+        if type(key) is str:
+            self.kinds |= STRING_ID
+        elif key is not None:
+            key = self._other(key)
         if not self.with_task:
             return (key, None)
         task = obj.t
@@ -67,15 +71,39 @@ class IdReader:
             read = self.read
             return [read(line) if line.strip() else BLANK for line in lines]
         keys = list(map(_KEY, objs))
-        if not set(map(type, keys)) <= _STR:
+        kinds = set(map(type, keys))
+        if not kinds <= _STR:
             if None in keys:
                 ids = self._ids
                 return [ids(obj) for obj in objs]
-            keys = list(map(str, keys))
+            if str in kinds:
+                self.kinds |= STRING_ID
+            keys = [key if type(key) is str else self._other(key) for key in keys]
+        elif keys:
+            self.kinds |= STRING_ID
         if not self.with_task:
             return keys, None
         return keys, [None if task is None else str(task) for task in map(_TASK, objs)]
 
+    def _other(self, key: Any) -> str:
+        """A non-string id (a number) as text, counted."""
+        self.kinds |= OTHER_ID
+        return str(key)
+
+    def mixed(self, source: str) -> str | None:
+        """What to say when the ids read were strings and numbers alike (``1`` and ``"1"``
+        name one trace: ids compare as text), or None."""
+        if self.kinds != STRING_ID | OTHER_ID:
+            return None
+        return (
+            f"{source}: the {self.key!r} ids are strings on some lines and numbers on others; "
+            'ids compare as text, so a number and its digits as a string (1 and "1") name '
+            "one trace"
+        )
+
+
+STRING_ID = 1
+OTHER_ID = 2
 
 _KEY = attrgetter("k")
 _TASK = attrgetter("t")

@@ -18,7 +18,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ..limits import reading_limits, value_limit
@@ -73,6 +73,8 @@ class PartResult:
     scattered: tuple[str, list[int]] | None = None
     """A scatter range's file of framed lines, and where each partition's starts (and the
     last ends) in it (:attr:`~.inputs.Part.scatter`)."""
+    notes: list[str] = field(default_factory=list)
+    """:attr:`Records.notes`."""
 
     def batches(self) -> Iterator[list[TraceRecord]]:
         """The part's records in order, a batch at a time: the spool's (the file is then
@@ -155,6 +157,9 @@ class Records:
         self.last_id: str | None = None
         """The id of the last record that has one."""
         self.path: str | None = None
+        self.notes: list[str] = []
+        """What the part has to say of its inputs besides its records (the driver's
+        problems: e.g. ids that are strings and numbers alike)."""
         self._directory = directory
         self._spill = False
         self._file: IO[bytes] | None = None
@@ -266,7 +271,9 @@ def _run_part(part: Part, cfg: Config) -> PartResult:
         if part.scatter:
             read, scattered = _run_scatter(part, cfg, records)
             # (the progress: half its bytes; the gather parts count the other half)
-            return PartResult(part.index, records.held, [read], part.size // 2, None, scattered)
+            return PartResult(
+                part.index, records.held, [read], part.size // 2, None, scattered, records.notes
+            )
         gold = gold_lookup(cfg.gold)
         tasks = _Tasks(cfg)
         if part.gather:
@@ -276,4 +283,4 @@ def _run_part(part: Part, cfg: Config) -> PartResult:
             lines = [_run_stalling(part, item, cfg, gold, tasks, records) for item in part.inputs]
     finally:
         records.close()
-    return PartResult(part.index, records.held, lines, part.size, records.path)
+    return PartResult(part.index, records.held, lines, part.size, records.path, notes=records.notes)
