@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _datasets import generate_dataset
 
 from toolscore.limits import ensure_recursion_limit
 
@@ -25,3 +26,12 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip("../shared/corpus is not present")
     return CORPUS
+
+
+@pytest.fixture(scope="module")
+def generated60(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A small generated dataset: ``(keyed gold, traces)``, 60 traces (seed 5)."""
+    base = tmp_path_factory.mktemp("gen")
+    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
+    generate_dataset(traces, gold, 60, seed=5)
+    return gold, traces

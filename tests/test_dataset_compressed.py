@@ -11,16 +11,8 @@ import msgspec
 import pytest
 
 from _cli import run_cli
-from _datasets import COMPRESS, generate_dataset, shaped_dataset
+from _datasets import COMPRESS, shaped_dataset
 from toolscore.dataset import TraceRecord, evaluate_dataset
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("gen")
-    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
-    generate_dataset(traces, gold, 60, seed=5)
-    return gold, traces
 
 
 def _rows(records: Any) -> list[dict[str, Any]]:
@@ -34,11 +26,11 @@ def _rows(records: Any) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("ext", [".gz", ".zst"])
 @pytest.mark.parametrize("opts", [{}, {"interleaved": True}])
 def test_a_compressed_multi_trace_file_is_read_trace_by_trace(
-    tmp_path: Path, generated: tuple[Path, Path], ext: str, opts: dict[str, Any]
+    tmp_path: Path, generated60: tuple[Path, Path], ext: str, opts: dict[str, Any]
 ) -> None:
     # before, a compressed file was always one trace: one record, every gold entry without
     # a trace
-    gold, traces = generated
+    gold, traces = generated60
     packed = tmp_path / f"traces.jsonl{ext}"
     packed.write_bytes(COMPRESS[ext](traces.read_bytes()))
     plain = evaluate_dataset(str(gold), str(traces), engine="inline", **opts)
@@ -50,13 +42,13 @@ def test_a_compressed_multi_trace_file_is_read_trace_by_trace(
 
 @pytest.mark.parametrize("ext", [".gz", ".zst"])
 def test_a_large_compressed_file_is_unpacked_and_cut_into_ranges(
-    tmp_path: Path, generated: tuple[Path, Path], ext: str
+    tmp_path: Path, generated60: tuple[Path, Path], ext: str
 ) -> None:
     # read whole, a compressed file's records all come back at once, from one worker; past
     # part_bytes it is decompressed into the work directory and its copy cut into ranges
     from toolscore.dataset.inputs import list_inputs, plan_parts
 
-    gold, traces = generated
+    gold, traces = generated60
     packed = tmp_path / f"traces.jsonl{ext}"
     packed.write_bytes(COMPRESS[ext](traces.read_bytes()))
     size = packed.stat().st_size
@@ -78,9 +70,9 @@ def test_a_large_compressed_file_is_unpacked_and_cut_into_ranges(
 
 
 def test_a_truncated_compressed_file_keeps_the_traces_read_before_the_fault(
-    tmp_path: Path, generated: tuple[Path, Path]
+    tmp_path: Path, generated60: tuple[Path, Path]
 ) -> None:
-    gold, traces = generated
+    gold, traces = generated60
     data = traces.read_bytes()
     packed = gzip.compress(data)
     cut = tmp_path / "cut.jsonl.gz"
@@ -137,9 +129,9 @@ def test_compressed_traces_in_object_storage(tmp_path: Path) -> None:
         fs.rm("/cz", recursive=True)
 
 
-def test_the_benchmark_shapes_hold_the_same_traces(generated: tuple[Path, Path]) -> None:
+def test_the_benchmark_shapes_hold_the_same_traces(generated60: tuple[Path, Path]) -> None:
     # the dataset benchmark times one dataset as a plain, a gzipped and an interleaved file
-    gold, traces = generated
+    gold, traces = generated60
     where = {"line": None, "offset": None}  # (an interleaved trace starts elsewhere)
     plain = evaluate_dataset(str(gold), str(traces), engine="inline")
     want = sorted(json.dumps(r | where) for r in _rows(plain))

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,35 @@ def _written(folder: Path) -> int:
     return total
 
 
+def _signalled(
+    argv: list[str],
+    ready: Callable[[subprocess.Popen[str]], bool],
+    signum: int,
+    env: dict[str, str] | None = None,
+    poll: float = 0.01,
+) -> tuple[subprocess.Popen[str], str, set[int]]:
+    """Run ``python -m ARGV``, send it ``signum`` once ``ready(proc)``, and wait for its end:
+    ``(proc, stderr, the processes below it when it was signalled)``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env or cli_env(), text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + WAIT
+        while not ready(proc):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run did not start"
+            time.sleep(poll)
+        children = _descendants(proc.pid)
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc, stderr, children
+
+
 ENGINES = {
     "inline": ["--engine", "inline"],
     "pool": ["--engine", "local", "--workers", "2"],
@@ -125,24 +155,12 @@ def test_a_signal_stops_a_dataset_run_with_its_reports(
     per_trace.write_bytes(b"old\n")
     env = cli_env()
     env["TMPDIR"] = str(tmp)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "toolscore", "eval", str(gold), str(traces),
-         "-o", str(out / "r.json"), "--per-trace", str(per_trace), *ENGINES[engine]],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    proc, stderr, children = _signalled(
+        ["toolscore", "eval", str(gold), str(traces), "-o", str(out / "r.json"),
+         "--per-trace", str(per_trace), *ENGINES[engine]],
+        lambda _: _written(out) >= 10_000,  # some traces done, most not
+        signum, env,
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + WAIT
-        while _written(out) < 10_000:  # some traces done, most not
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run did not start"
-            time.sleep(0.01)
-        children = _descendants(proc.pid)
-        proc.send_signal(signum)
-        _, stderr = proc.communicate(timeout=WAIT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == (130 if signum == signal.SIGINT else 143), stderr
     name = "SIGINT (Ctrl-C)" if signum == signal.SIGINT else "SIGTERM"
     assert f"interrupted by {name}" in stderr
@@ -178,23 +196,11 @@ def test_a_signal_before_any_trace_is_done_still_writes_the_report(
     request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
     env = cli_env()
     env["TMPDIR"] = str(tmp)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "toolscore", "eval", str(gold), str(traces), "-o",
-         str(out / "r.json"), "--per-trace", str(out / "pt.jsonl"), *ENGINES["pool"]],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    proc, stderr, _ = _signalled(
+        ["toolscore", "eval", str(gold), str(traces), "-o", str(out / "r.json"),
+         "--per-trace", str(out / "pt.jsonl"), *ENGINES["pool"]],
+        lambda _: _opened(out), signal.SIGINT, env, poll=0.005,
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + WAIT
-        while not _opened(out):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run did not start"
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=WAIT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, stderr
     report = json.loads((out / "r.json").read_bytes())
     assert report["summary"]["interrupted"] is True
@@ -211,24 +217,11 @@ def test_a_signal_stops_the_actions_dataset_run_with_its_summary(
     # the GitHub Action's dataset door handles signals as `eval` does: 130, and its summary
     gold, traces = dataset
     summary, outputs = tmp_path / "summary.md", tmp_path / "outputs.txt"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "toolscore.action", "--traces", str(traces), "--gold-file",
-         str(gold), "--workers", "1", "--summary", str(summary), "--outputs", str(outputs)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), text=True,
+    proc, stderr, _ = _signalled(
+        ["toolscore.action", "--traces", str(traces), "--gold-file", str(gold), "--workers",
+         "1", "--summary", str(summary), "--outputs", str(outputs)],
+        lambda p: _started(p.pid), signal.SIGINT, poll=0.05,
     )  # fmt: skip
-    try:
-        time.sleep(0.2)
-        deadline = time.monotonic() + WAIT
-        while not _started(proc.pid):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run did not start"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=WAIT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, stderr
     assert "interrupted by SIGINT" in stderr
     assert summary.read_text(encoding="utf-8").strip()

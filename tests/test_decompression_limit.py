@@ -15,27 +15,19 @@ from pathlib import Path
 import pytest
 
 from _cli import cli_env, run_cli
-from _datasets import COMPRESS, can_unshare_mount, generate_dataset
+from _datasets import COMPRESS, can_unshare_mount
 from toolscore import evaluate_trace
 from toolscore.dataset import evaluate_dataset
 from toolscore.errors import InputError
 from toolscore.limits import ReadLimits, reading_limits
 
 
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("gen")
-    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
-    generate_dataset(traces, gold, 60, seed=5)
-    return gold, traces
-
-
 @pytest.mark.parametrize("ext", [".gz", ".zst"])
 @pytest.mark.parametrize("engine", ["inline", "local"])
 def test_a_dataset_stops_decompressing_at_the_bound(
-    tmp_path: Path, generated: tuple[Path, Path], ext: str, engine: str
+    tmp_path: Path, generated60: tuple[Path, Path], ext: str, engine: str
 ) -> None:
-    gold, traces = generated
+    gold, traces = generated60
     data = traces.read_bytes()
     packed = tmp_path / f"traces.jsonl{ext}"
     packed.write_bytes(COMPRESS[ext](data))
