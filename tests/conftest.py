@@ -3,8 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _datasets import generate_dataset
 
+from _datasets import generate_dataset
 from toolscore.limits import ensure_recursion_limit
 
 # Reading a trace raises Python's recursion limit (values 1,000 levels deep are walked
