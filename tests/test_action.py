@@ -18,6 +18,24 @@ from _secrets import assert_no_secrets, planted_text
 
 SCRIPT = REPO / ".github" / "action" / "run.sh"
 
+
+def _input_defaults() -> dict[str, str]:
+    """``INPUT_<NAME>``: each input's default in action.yml (read without a YAML library:
+    the ``inputs:`` block's two-space names and their four-space ``default:`` lines)."""
+    defaults: dict[str, str] = {}
+    name = None
+    text = (REPO / "action.yml").read_text(encoding="utf-8")
+    block = text.split("\ninputs:\n", 1)[1].split("\noutputs:\n", 1)[0]
+    for line in block.splitlines():
+        if line.startswith("  ") and not line.startswith("   ") and line.endswith(":"):
+            name = "INPUT_" + line.strip().rstrip(":").upper().replace("-", "_")
+        elif line.startswith("    default:") and name is not None:
+            defaults[name] = line.split(":", 1)[1].strip().strip("'")
+    return defaults
+
+
+_DEFAULTS = _input_defaults()
+
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
 
@@ -43,25 +61,9 @@ def run_action(
         GITHUB_OUTPUT=str(output),
         GITHUB_STEP_SUMMARY=str(summary),
         RUNNER_TEMP=str(runner_temp),
-        INPUT_GOLD_FILE="gold.json",
-        INPUT_TRACE_FILE="trace.json",
-        INPUT_FORMAT="auto",
-        INPUT_FORBIDDEN_FILE="",
-        INPUT_FAIL_ON_VIOLATIONS="false",
-        INPUT_WEIGHTS="",
-        INPUT_FAIL_UNDER="",
-        INPUT_TRACES="",
-        INPUT_GOLD_DIR="",
-        INPUT_PASS="",
-        INPUT_PASS_SCORE="",
-        INPUT_MIN_PASS_RATE="",
-        INPUT_WORKERS="",
-        INPUT_BASELINE="",
-        INPUT_BASELINE_TOLERANCE="0",
-        INPUT_SAVE_BASELINE="",
-        INPUT_SARIF_FILE="",
-        INPUT_JUNIT_FILE="",
     )
+    env.update(_DEFAULTS)  # every input as action.yml sets it when the workflow leaves it out
+    env.update(INPUT_GOLD_FILE="gold.json", INPUT_TRACE_FILE="trace.json")
     env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
     proc = subprocess.run(
         ["bash", str(SCRIPT)],
@@ -92,6 +94,43 @@ def test_every_input_reaches_the_script() -> None:
     assert {k.removeprefix("INPUT_") for k in step["env"]} == names
     script = SCRIPT.read_text(encoding="utf-8")
     assert all(f"INPUT_{name}" in script for name in names)
+    assert _DEFAULTS == {
+        f"INPUT_{name.upper().replace('-', '_')}": str(item.get("default", ""))
+        for name, item in spec["inputs"].items()
+    }
+
+
+def test_the_dataset_options_of_eval_reach_the_run(tmp_path: Path) -> None:
+    """trace-key, per-trace, pass-all-calls and max-trace-bytes do what `toolscore eval`'s
+    options of the same names do."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(REPO / "examples" / "dataset" / "traces.jsonl", runs / "traces.jsonl")
+    shutil.copy(REPO / "examples" / "dataset" / "gold.jsonl", tmp_path / "gold.jsonl")
+    inputs = {"traces": "runs", "gold_file": "gold.jsonl", "trace_key": "trace_id"}
+    per_trace = tmp_path / "pt.jsonl"
+    code, outputs, summary = run_action(
+        tmp_path, cwd=tmp_path, per_trace=str(per_trace), pass_all_calls="false",
+        pass_score="C", **inputs,
+    )  # fmt: skip
+    assert code == 0, summary
+    records = [json.loads(line) for line in per_trace.read_text().splitlines()]
+    assert len(records) == 9 == int(outputs["traces"])
+    cli = tmp_path / "cli.jsonl"
+    done = run_cli(
+        "eval", "gold.jsonl", "runs", "--trace-key", "trace_id", "--pass-any-calls",
+        "--pass-score", "C", "--per-trace", str(cli), "-o", str(tmp_path / "r.json"), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in cli.read_text().splitlines()]
+    by_cli = {row["trace_id"]: row["passed"] for row in rows}
+    assert {r["trace_id"]: r["passed"] for r in records} == by_cli
+    assert sum(by_cli.values()) == 9  # (grade C and every required call: 8)
+
+    (tmp_path / "small").mkdir()
+    code, _, summary = run_action(tmp_path / "small", cwd=tmp_path, max_trace_bytes="50", **inputs)
+    assert code == 2
+    assert "--max-trace-bytes" in summary
 
 
 def test_outputs_and_redacted_summary(tmp_path: Path) -> None:

@@ -22,10 +22,15 @@ if [[ -n "${INPUT_WEIGHTS:-}" ]]; then
     fi
   done < <(printf '%s\n' "$INPUT_WEIGHTS" | tr ',' '\n')
 fi
+# whether an input says yes ('true', 'yes', '1'; any case)
+truthy() {
+  case "$(printf '%s' "$1" | tr '[:upper:]' '[:lower:]')" in
+    true | yes | 1) return 0 ;;
+  esac
+  return 1
+}
 fail_on_violations=()
-case "$(printf '%s' "${INPUT_FAIL_ON_VIOLATIONS:-false}" | tr '[:upper:]' '[:lower:]')" in
-  true | yes | 1) fail_on_violations=(--fail-on-violations) ;;
-esac
+truthy "${INPUT_FAIL_ON_VIOLATIONS:-false}" && fail_on_violations=(--fail-on-violations)
 # the options both commands take
 common=()
 [[ -n "${INPUT_FORBIDDEN_FILE:-}" ]] && common+=(--forbidden "$INPUT_FORBIDDEN_FILE")
@@ -36,6 +41,11 @@ common=()
 [[ -n "${INPUT_JUNIT_FILE:-}" ]] && common+=(--junit "$INPUT_JUNIT_FILE")
 [[ -n "${INPUT_SARIF_FILE:-}" ]] && common+=(--sarif "$INPUT_SARIF_FILE")
 [[ -n "${INPUT_PASS:-}" ]] && common+=(--pass "$INPUT_PASS")
+truthy "${INPUT_PII:-false}" && common+=(--pii)
+[[ -n "${INPUT_MAX_VALUE_BYTES:-}" ]] && common+=(--max-value-bytes "$INPUT_MAX_VALUE_BYTES")
+[[ -n "${INPUT_MAX_DECOMPRESSED_BYTES:-}" ]] && common+=(--max-decompressed-bytes \
+  "$INPUT_MAX_DECOMPRESSED_BYTES")
+[[ -n "${INPUT_HTTP_TIMEOUT:-}" ]] && common+=(--http-timeout "$INPUT_HTTP_TIMEOUT")
 
 if [[ -n "$traces" ]]; then
   if [[ -z "$gold" && -z "${INPUT_GOLD_DIR:-}" ]]; then
@@ -49,6 +59,18 @@ if [[ -n "$traces" ]]; then
   [[ -n "${INPUT_MIN_PASS_RATE:-}" ]] && args+=(--min-pass-rate "$INPUT_MIN_PASS_RATE")
   [[ -n "${INPUT_WORKERS:-}" ]] && args+=(--workers "$INPUT_WORKERS")
   [[ -n "${INPUT_K:-}" ]] && args+=(--k "$INPUT_K")
+  # the dataset options of `toolscore eval`, by the same names
+  for pair in "INPUT_TRACE_KEY trace-key" "INPUT_TASK_KEY task-key" \
+      "INPUT_TASK_REGEX task-regex" "INPUT_MISSING_TRACE missing-trace" \
+      "INPUT_PER_TRACE per-trace" "INPUT_ENGINE engine" "INPUT_SCHEDULER scheduler" \
+      "INPUT_SHARED_DIR shared-dir" "INPUT_MAX_TRACE_BYTES max-trace-bytes"; do
+    var="${pair%% *}"
+    [[ -n "${!var:-}" ]] && args+=("--${pair#* }" "${!var}")
+  done
+  truthy "${INPUT_INTERLEAVED:-false}" && args+=(--interleaved)
+  truthy "${INPUT_FOLLOW_SYMLINKS:-false}" && args+=(--follow-symlinks)
+  truthy "${INPUT_PASS_ALL_CALLS:-true}" || args+=(--pass-any-calls)
+  truthy "${INPUT_PASS_NO_VIOLATIONS:-true}" || args+=(--pass-allow-violations)
   if [[ -n "${INPUT_GROUP_BY:-}" ]]; then  # one a line (a regex may hold a comma)
     while IFS= read -r spec; do
       [[ -n "$spec" ]] && args+=(--group-by "$spec")

@@ -32,7 +32,7 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,11 +41,17 @@ from ._interrupt import run_until_signal
 from ._rounding import score_text
 from .cli._ci import markdown_text as _md
 from .cli._ci import verdict_markdown
-from .cli._options import CiOptions, EvalOptions
-from .cli._util import error_line, failure_status
+from .cli._options import MISSING_TRACE, CiOptions, EvalOptions
+from .cli._util import apply_settings, error_line, failure_status
 from .cli.dataset import DatasetOptions, DatasetRun, run_dataset
 from .dataset.reports import render_markdown
 from .errors import InputError, ToolscoreError
+from .limits import (
+    DEFAULT_HTTP_TIMEOUT,
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_TRACE_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+)
 from .verdict import letter_grade
 
 if TYPE_CHECKING:
@@ -203,7 +209,33 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sarif", default="")
     p.add_argument("--summary", default="", help="Append the Markdown summary to this file.")
     p.add_argument("--outputs", default="", help="Append the step outputs to this file.")
+    # the dataset options of `toolscore eval`, as it names them
+    for name in ("--trace-key", "--task-key", "--task-regex", "--per-trace", "--engine",
+                 "--scheduler", "--shared-dir"):  # fmt: skip
+        p.add_argument(name, default="")
+    p.add_argument("--missing-trace", choices=MISSING_TRACE, default="empty")
+    for name in ("--interleaved", "--follow-symlinks", "--pii"):
+        p.add_argument(name, action="store_true")
+    p.add_argument("--pass-any-calls", dest="pass_all_calls", action="store_false")
+    p.add_argument("--pass-allow-violations", dest="pass_no_violations", action="store_false")
+    p.add_argument("--max-value-bytes", type=_positive(int), default=DEFAULT_MAX_VALUE_BYTES)
+    p.add_argument(
+        "--max-decompressed-bytes", type=_positive(int), default=DEFAULT_MAX_DECOMPRESSED_BYTES
+    )
+    p.add_argument("--max-trace-bytes", type=_positive(int), default=DEFAULT_MAX_TRACE_BYTES)
+    p.add_argument("--http-timeout", type=_positive(float), default=DEFAULT_HTTP_TIMEOUT)
     return p
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def read(text: str) -> float:
+        value = kind(text)
+        if not value > 0:  # (NaN too)
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return value
+
+    read.__name__ = kind.__name__  # (argparse names the type in its error)
+    return read
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -243,6 +275,11 @@ def _run(args: argparse.Namespace, work: str) -> int:
         fail_on_violations=args.fail_on_violations,
         workers=args.workers,
         pass_rule=args.pass_rule or None,
+        pii=args.pii,
+        max_value_bytes=args.max_value_bytes,
+        max_decompressed_bytes=args.max_decompressed_bytes,
+        max_trace_bytes=args.max_trace_bytes,
+        http_timeout=args.http_timeout,
         ci=CiOptions(
             save_baseline=args.save_baseline or None,
             baseline=baseline,
@@ -258,7 +295,20 @@ def _run(args: argparse.Namespace, work: str) -> int:
         k=args.k or None,
         default_gold=(args.gold_file or None) if args.gold_dir else None,
         gold_by_base_name=bool(args.gold_dir),
+        trace_key=args.trace_key or None,
+        task_key=args.task_key or None,
+        task_regex=args.task_regex or None,
+        per_trace=args.per_trace or None,
+        engine=args.engine or None,
+        scheduler=args.scheduler or None,
+        shared_dir=args.shared_dir or None,
+        interleaved=args.interleaved,
+        follow_symlinks=args.follow_symlinks,
+        missing_trace=args.missing_trace,
+        pass_all_calls=args.pass_all_calls,
+        pass_no_violations=args.pass_no_violations,
     )
+    apply_settings(opts)  # (--pii, the value and read limits, as `toolscore eval` sets them)
     required = Required()
 
     def report(run: DatasetRun) -> int:
