@@ -279,21 +279,21 @@ def test_a_shared_directory_spreads_such_files_over_the_workers(
             **more,
         )
 
-    for path in (packed, mixed):
+    # each shape once in each kind of place: a mounted directory, a bucket
+    for path, shared in ((packed, "s3://traces/stage/"), (mixed, str(visible))):
         pool = _plain(evaluate_dataset(str(gold), str(path), engine="local", workers=2, **opts))
         assert pool[1]["traces"] == 160
-        for shared in (str(visible), "s3://traces/stage/"):
-            written: list[str] = []
+        written: list[str] = []
 
-            def look(*_: Any, shared: str = shared, written: list[str] = written) -> None:
-                written.extend(_listing(shared, bucket))  # (while the run goes on)
+        def look(*_: Any, shared: str = shared, written: list[str] = written) -> None:
+            written.extend(_listing(shared, bucket))  # (while the run goes on)
 
-            result = run(path, shared, on_progress=look, **opts)
-            assert _plain(result) == pool, (path.name, shared)
-            result.close()
-            # the run wrote its files there (a copy, or scattered lines) and removed them
-            assert any("unpacked-" in w or "scatter-" in w for w in written), written
-            assert _listing(shared, bucket) == []
+        result = run(path, shared, on_progress=look, **opts)
+        assert _plain(result) == pool, (path.name, shared)
+        result.close()
+        # the run wrote its files there (a copy, or scattered lines) and removed them
+        assert any("unpacked-" in w or "scatter-" in w for w in written), written
+        assert _listing(shared, bucket) == []
     assert list(hidden.iterdir()) == []
     # a shared directory that is not there is a usage error, and no bucket is made for it
     from toolscore.errors import UsageError

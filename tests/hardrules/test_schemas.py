@@ -160,7 +160,7 @@ any_value = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(schema=simple_schema, value=any_value)
 def test_the_fast_test_gives_jsonschemas_answer(schema: Any, value: Any) -> None:
     from jsonschema import Draft202012Validator
@@ -180,7 +180,7 @@ def test_a_schema_with_other_keywords_has_no_fast_test() -> None:
     assert fast_test(SEARCH) is None  # "minimum" and "enum" inside
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(schema=simple_schema, column=st.lists(any_value, max_size=5))
 def test_a_column_passes_only_when_every_call_is_valid(schema: Any, column: list[Any]) -> None:
     from jsonschema import Draft202012Validator
@@ -201,7 +201,7 @@ def test_a_column_passes_only_when_every_call_is_valid(schema: Any, column: list
         assert test(plain)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(schema=simple_schema, column=st.lists(any_value, max_size=5))
 def test_the_column_test_for_decoded_json_passes_only_when_every_call_is_valid(
     schema: Any, column: list[Any]
@@ -272,7 +272,7 @@ odd_value = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     schema=simple_schema,
     column=st.lists(
