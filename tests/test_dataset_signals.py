@@ -116,7 +116,7 @@ def _signalled(
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()  # (its pipes closed too)
     return proc, stderr, children
 
 

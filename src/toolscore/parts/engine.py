@@ -247,9 +247,20 @@ def _pool(
             # stopped early (Ctrl-C, a read error): the workers end now, not after their parts
             for process in list((getattr(pool, "_processes", None) or {}).values()):
                 process.terminate()
+            _unblock_results(pool)
         pool.shutdown(wait=True, cancel_futures=True)
         if forked:
             _FORKED[:] = [None, None]
+
+
+def _unblock_results(pool: ProcessPoolExecutor) -> None:
+    """After its workers were ended: a worker ended while writing a result leaves part of it
+    in the result pipe, and the pool's manager thread would wait for the rest for ever (and
+    ``shutdown`` with it). This process's own copy of the pipe's write end is closed, so that
+    with the workers gone the thread reads the pipe's end and gives up on the pool."""
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        writer.close()
 
 
 def _dask(
