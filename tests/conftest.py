@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import compileall
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,15 @@ ensure_recursion_limit()
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Once, before the workers start: the package's bytecode written (an editable install
+    has none, and with ``PYTHONDONTWRITEBYTECODE`` set no run writes it), so that the
+    hundreds of ``python -m toolscore`` processes the tests start load it instead of
+    compiling every module again (0.7 s a process instead of 0.2 s)."""
+    if not hasattr(config, "workerinput"):
+        compileall.compile_dir(REPO / "src" / "toolscore", quiet=1)
 
 
 @pytest.fixture
