@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import compileall
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +19,15 @@ CORPUS = REPO.parent / "shared" / "corpus"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Once, before the workers start: the package's bytecode written (an editable install
-    has none, and with ``PYTHONDONTWRITEBYTECODE`` set no run writes it), so that the
-    hundreds of ``python -m toolscore`` processes the tests start load it instead of
-    compiling every module again (0.7 s a process instead of 0.2 s)."""
+    """Once, before the workers start: bytecode is written for this run. The package's is
+    compiled now (an editable install has none), so that the hundreds of ``python -m
+    toolscore`` processes the tests start load it instead of compiling every module (0.7 s a
+    process instead of 0.2 s); and ``PYTHONDONTWRITEBYTECODE`` is lifted for the workers
+    and every process they start, so that pytest's cache of the modules it rewrites is
+    written once and read by the other pytest processes (1.1 s to start one, else 0.45 s)."""
     if not hasattr(config, "workerinput"):
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        sys.dont_write_bytecode = False
         compileall.compile_dir(REPO / "src" / "toolscore", quiet=1)
 
 
