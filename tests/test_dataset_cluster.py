@@ -17,6 +17,7 @@ import pytest
 from _datasets import can_unshare_mount, generate_dataset
 from toolscore.dataset import DatasetResult, evaluate_dataset
 
+pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest -q -m cluster)
 
 def _generate(traces: Path, gold: Path, count: int) -> None:
     generate_dataset(traces, gold, count, seed=11)

@@ -19,6 +19,8 @@ import pytest
 from toolscore.dataset import evaluate_dataset
 from toolscore.dataset._dask import connect
 
+pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest -q -m cluster)
+
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("cryptography")
 psutil = pytest.importorskip("psutil")

@@ -133,7 +133,7 @@ ENGINES = {
         ("inline", signal.SIGINT),
         ("pool", signal.SIGINT),
         ("pool", signal.SIGTERM),
-        ("dask", signal.SIGTERM),
+        pytest.param("dask", signal.SIGTERM, marks=pytest.mark.cluster),
     ],
 )
 def test_a_signal_stops_a_dataset_run_with_its_reports(

@@ -291,12 +291,13 @@ def test_every_door_has_an_example_folder_with_its_inputs() -> None:
 
 
 def test_the_ci_runs_the_readme_commands_verbatim() -> None:
-    """``.ci/run`` greps the README for its commands; here the README's first block is the
-    install command and the test extra's line comes before the tests."""
+    """``.ci/run`` greps the README for its commands (install, test extra, tests, cluster
+    tests); here the README's first block is the install command and the test extra's line
+    comes before the tests."""
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    commands = re.findall(r'^(?:INSTALL|TEST_EXTRA|TESTS)="(.*)"$', script, re.M)
-    assert len(commands) == 3
+    commands = re.findall(r'^(?:INSTALL|TEST_EXTRA|TESTS|CLUSTER_TESTS)="(.*)"$', script, re.M)
+    assert len(commands) == 4
     assert all(c in readme for c in commands)
     assert "pip install -q -e . &&" in commands[0] and "[test]" not in commands[0]
     assert "mkdocs build --strict" in script
