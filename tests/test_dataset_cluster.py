@@ -19,6 +19,7 @@ from toolscore.dataset import DatasetResult, evaluate_dataset
 
 pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest -q -m cluster)
 
+
 def _generate(traces: Path, gold: Path, count: int) -> None:
     generate_dataset(traces, gold, count, seed=11)
 
