@@ -74,6 +74,7 @@ class SchemaRefs:
 
     def registry(self) -> Any:
         """A ``referencing.Registry`` that retrieves through :meth:`retrieve`."""
+        # jsonschema and referencing (a tenth of a second to import): only for tool schemas
         from referencing import Registry
 
         return Registry(retrieve=self.retrieve)  # type: ignore[call-arg]
@@ -84,6 +85,7 @@ class SchemaRefs:
         Raises:
             RefRefused: outside the allowed places, unreadable, too large or not JSON.
         """
+        # jsonschema and referencing (a tenth of a second to import): only for tool schemas
         from referencing.jsonschema import DRAFT202012
 
         if uri not in self._read:
@@ -130,6 +132,7 @@ class SchemaRefs:
             RuleFileError: a reference refused or failing, or a pattern RE2 cannot run,
                 naming the file, the tool and the reference or pattern.
         """
+        # jsonschema and referencing (a tenth of a second to import): only for tool schemas
         from referencing.exceptions import Unresolvable
         from referencing.jsonschema import DRAFT202012
 
@@ -217,6 +220,7 @@ def _found(pattern: str, text: str) -> bool | None:
 
 
 def _pattern_keyword(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    # jsonschema and referencing (a tenth of a second to import): only for tool schemas
     from jsonschema.exceptions import ValidationError
 
     if validator.is_type(instance, "string"):
@@ -230,6 +234,7 @@ def _pattern_keyword(validator: Any, pattern: str, instance: Any, schema: Any) -
 def _pattern_properties(
     validator: Any, patterns: Mapping[str, Any], instance: Any, schema: Any
 ) -> Iterator[Any]:
+    # jsonschema and referencing (a tenth of a second to import): only for tool schemas
     from jsonschema.exceptions import ValidationError
 
     if not validator.is_type(instance, "object"):
@@ -247,6 +252,7 @@ def _pattern_properties(
 def validator_class(cls: Any) -> Any:
     """``cls`` (a ``jsonschema`` validator class) with ``pattern`` and ``patternProperties``
     on RE2."""
+    # jsonschema and referencing (a tenth of a second to import): only for tool schemas
     from jsonschema.validators import extend
 
     keywords = {"pattern": _pattern_keyword, "patternProperties": _pattern_properties}
