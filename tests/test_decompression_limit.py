@@ -18,7 +18,7 @@ from _cli import cli_env, run_cli
 from _datasets import COMPRESS, can_unshare_mount
 from toolscore import evaluate_trace
 from toolscore.dataset import evaluate_dataset
-from toolscore.errors import InputError
+from toolscore.errors import InputError, UsageError
 from toolscore.limits import ReadLimits, reading_limits
 
 
@@ -130,4 +130,6 @@ def test_a_full_temporary_disk_is_an_input_error(tmp_path: Path) -> None:
 def test_the_bound_is_checked() -> None:
     with pytest.raises(Exception, match="max_decompressed_bytes"):
         ReadLimits(max_decompressed_bytes=0)
+    with pytest.raises(UsageError, match="http_timeout must be a positive number, got nan"):
+        ReadLimits(http_timeout=float("nan"))
     assert issubclass(InputError, ValueError)
