@@ -78,3 +78,47 @@ def test_a_trace_over_the_bound_is_an_input_error(tmp_path: Path) -> None:
         assert result.input_errors == 1
     finally:
         result.close()
+
+
+BOUNDED = """
+import sys
+from toolscore.dataset import evaluate_dataset
+from toolscore.limits import ReadLimits
+result = evaluate_dataset(
+    [{"tool": "search"}], sys.argv[1], engine="inline", trace_key="trace_id",
+    limits=ReadLimits(max_trace_bytes=1 << 20), interleaved=sys.argv[2] == "grouped",
+)
+rows = sorted((r.trace_id, r.status, r.calls) for r in result)
+result.close()
+with open("/proc/self/status") as status:
+    peak_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(rows, peak_kib // 1024)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+@pytest.mark.parametrize("reading", ["in order", "grouped"])
+def test_a_trace_over_the_bound_is_not_held(tmp_path: Path, reading: str) -> None:
+    # 600,000 lines (about 60 MB) of one trace, with a bound of 1 MiB: its lines stop being
+    # kept at the bound, read in order or grouped by id (a file whose lines interleave), so
+    # the run's peak stays far below the trace's size
+    traces = tmp_path / "traces.jsonl"
+    with traces.open("w") as f:
+        f.write("\n".join(_lines("small", 3)) + "\n")
+        line = json.dumps({"trace_id": "huge", "tool": "search", "args": {"q": "x" * 40}})
+        f.write((line + "\n") * 600_000)
+        f.write("\n".join(_lines("after", 2)) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-c", BOUNDED, str(traces), reading],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    rows, peak_mb = out.stdout.strip().rsplit(" ", 1)
+    assert rows == str([("after", "ok", 2), ("huge", "error", 0), ("small", "ok", 3)])
+    size = traces.stat().st_size
+    assert size > 50_000_000
+    # (40-45 MB here; 146 MB when the trace's lines were held to the end and then joined)
+    assert int(peak_mb) < 75, out.stdout

@@ -6,10 +6,7 @@ trace larger than ``--max-trace-bytes`` is an input error, not evaluated."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .worker import Records
+from typing import Any
 
 from ..calls import Batch
 from ..limits import read_limits
@@ -37,29 +34,26 @@ def _pieces(decoder: Any, data: bytes) -> Iterator[Batch]:
     yield decoder.close()
 
 
-def too_large(trace: Trace, source: str, records: Records, order: tuple[int, int]) -> bool:
-    """Whether the lines of ``trace`` are more than
-    :attr:`~toolscore.limits.ReadLimits.max_trace_bytes` (``--max-trace-bytes``): then its
-    record is an input error naming ``source`` and the trace, and it is not evaluated (the
-    rest of the run is)."""
+def too_large(trace: Trace, source: str, order: tuple[int, int] = (0, 0)) -> TraceRecord | None:
+    """When the lines of ``trace`` are more than
+    :attr:`~toolscore.limits.ReadLimits.max_trace_bytes` (``--max-trace-bytes``; they were
+    not held past it: :meth:`~._reading.Trace.keep`), its record: an input error naming
+    ``source`` and the trace, not evaluated (the rest of the run is); else None."""
     limit = read_limits().max_trace_bytes
-    size = sum(map(len, trace.lines))
+    size = trace.size
     if size <= limit:
-        return False
+        return None
     first = trace.linenos[0] if trace.linenos else None
-    records.append(
-        TraceRecord(
-            trace_id=trace.trace_id or "",
-            task="",
-            status="error",
-            source=source,
-            line=first,
-            offset=trace.offset,
-            error=redact_secrets(
-                f"{source}:{first}: trace {trace.trace_id!r} holds {size:,} bytes, more than "
-                f"the limit of {limit:,} (--max-trace-bytes); not evaluated"
-            ),
-            order=order,
-        )
+    return TraceRecord(
+        trace_id=trace.trace_id or "",
+        task="",
+        status="error",
+        source=source,
+        line=first,
+        offset=trace.offset,
+        error=redact_secrets(
+            f"{source}:{first}: trace {trace.trace_id!r} holds {size:,} bytes, more than "
+            f"the limit of {limit:,} (--max-trace-bytes); not evaluated"
+        ),
+        order=order,
     )
-    return True

@@ -54,8 +54,7 @@ def add_frames(groups: dict[str, Trace], f: IO[bytes], size: int | None, base: i
         group = groups.get(trace_id)
         if group is None:
             group = groups[trace_id] = Trace(trace_id, task, [], [], offset)
-        group.lines.append(line)
-        group.linenos.append(base + lineno)
+        group.keep(line, base + lineno)
         if size is not None:
             left -= _FRAME.size + head_len + line_len
 
@@ -80,8 +79,7 @@ class Grouper:
         group = self._groups.get(trace_id)
         if group is None:
             group = self._groups[trace_id] = Trace(trace_id, task, [], [], offset)
-        group.lines.append(line)
-        group.linenos.append(lineno)
+        group.keep(line, lineno)
         self._bytes += len(line) + 64
         if self._bytes > self.budget:
             self._start_spill()

@@ -292,9 +292,13 @@ def _evaluate_trace(
     calls = _gold_or_error(gold, trace_id, None, item.url, records, order, first)
     if calls is False:
         return
-    if too_large(trace, item.url, records, order()):
+    refused = too_large(trace, item.url, order())
+    if refused is not None:
+        records.append(refused)
         return
-    data = b"".join(trace.lines)
+    head = trace.lines[0] if trace.lines else b""
+    data = head if len(trace.lines) == 1 else b"".join(trace.lines)
+    trace.lines.clear()  # (its bytes are held once: in ``data``)
     record = evaluate_one(
         cfg,
         trace_id,
@@ -308,8 +312,8 @@ def _evaluate_trace(
         order=order(),
         decoder=None if fmt is None else fmt.decoder(data),
     )
-    if cfg.group_by is not None and cfg.group_by.line_fields and trace.lines:
-        record.fields = cfg.group_by.read_line(trace.lines[0])  # (its first line is first)
+    if cfg.group_by is not None and cfg.group_by.line_fields and head:
+        record.fields = cfg.group_by.read_line(head)  # (its first line is first)
     records.append(record)
 
 

@@ -12,6 +12,8 @@ from typing import IO, Any
 
 import msgspec
 
+from ..limits import read_limits
+
 READ_BYTES = 1 << 20
 """How much of a multi-trace file is read at a time (its ids are decoded a chunk at a time)."""
 
@@ -171,6 +173,27 @@ class Trace:
     """Each line's number, counted from the part's start (1-based)."""
     offset: int
     """The first line's byte offset in the file."""
+    size: int = 0
+    """The bytes of all its lines, counted on past
+    :attr:`~toolscore.limits.ReadLimits.max_trace_bytes` (``--max-trace-bytes``), where its
+    lines stop being held: :attr:`lines` is emptied and :attr:`linenos` keeps the first (the
+    trace is then an error record, not evaluated: :func:`~._feed.too_large`)."""
+
+    def keep(self, piece: bytes, first: int, count: int = 1) -> None:
+        """Add ``piece``: ``count`` whole lines numbered from ``first``."""
+        self.size += len(piece)
+        if self.size > read_limits().max_trace_bytes:
+            if self.lines:
+                self.lines.clear()
+                del self.linenos[1:]
+            elif not self.linenos:
+                self.linenos.append(first)
+            return
+        self.lines.append(piece)
+        if count == 1:
+            self.linenos.append(first)
+        else:
+            self.linenos.extend(range(first, first + count))
 
 
 def iter_lines(f: IO[bytes], start: int = 0) -> Iterator[tuple[int, bytes]]:
@@ -394,8 +417,7 @@ def contiguous_traces(
                 continue
             if one is None:
                 if current is not None:
-                    current.lines.append(line)
-                    current.linenos.append(lineno)
+                    current.keep(line, lineno)
                 else:
                     yield (lineno, offset, "malformed JSON line (not a JSON object)")
                 continue
@@ -407,8 +429,7 @@ def contiguous_traces(
                 if current is not None:
                     yield current
                 current = Trace(trace_id, task, [], [], offset)
-            current.lines.append(line)
-            current.linenos.append(lineno)
+            current.keep(line, lineno)
     if current is not None:
         yield current
     yield (lineno, reached, "")
@@ -432,15 +453,12 @@ def _runs(
         count = len(list(run))
         after = first + count
         size = sum(map(len, lines[first:after])) + count
-        numbers = list(range(lineno + first + 1, lineno + after + 1))
-        if current is not None and current.trace_id == trace_id:
-            current.lines.append(body[at : at + size])
-            current.linenos.extend(numbers)
-        else:
+        if current is None or current.trace_id != trace_id:
             if current is not None:
                 yield current
             task = None if tasks is None else tasks[first]
-            current = Trace(trace_id, task, [body[at : at + size]], numbers, pos + at)
+            current = Trace(trace_id, task, [], [], pos + at)
+        current.keep(body[at : at + size], lineno + first + 1, count)
         at += size
         first = after
     return current

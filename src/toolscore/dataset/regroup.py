@@ -30,6 +30,7 @@ from typing import Any
 
 from ..limits import value_limit
 from ..redact import pii_redaction
+from ._feed import too_large
 from .gold import gold_lookup
 from .inputs import SNIFF_BYTES, Grouper, IdReader, Part, detect_key, iter_lines, open_lines
 from .records import TraceRecord, read_records, write_records
@@ -264,6 +265,10 @@ def gather(
             except GOLD_ERRORS as exc:
                 first = trace.linenos[0] if trace.linenos else None
                 out[trace_id] = gold_error_record(trace_id, url, exc, line=first)
+                continue
+            refused = too_large(trace, url)  # (its lines were not held past the bound)
+            if refused is not None:
+                out[trace_id] = refused
                 continue
             out[trace_id] = evaluate_one(
                 cfg,
