@@ -5,6 +5,7 @@ they read."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -97,12 +98,15 @@ def _signalled(
     signum: int,
     env: dict[str, str] | None = None,
     poll: float = 0.01,
+    group: bool = False,
 ) -> tuple[subprocess.Popen[str], str, set[int]]:
     """Run ``python -m ARGV``, send it ``signum`` once ``ready(proc)``, and wait for its end:
-    ``(proc, stderr, the processes below it when it was signalled)``."""
+    ``(proc, stderr, the processes below it when it was signalled)``. With ``group``, it runs
+    in a process group of its own and the signal goes to the whole group, as a terminal's
+    Ctrl-C does."""
     proc = subprocess.Popen(
         [sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=env or cli_env(), text=True,
+        env=env or cli_env(), text=True, start_new_session=group,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + WAIT
@@ -111,9 +115,15 @@ def _signalled(
             assert time.monotonic() < deadline, "the run did not start"
             time.sleep(poll)
         children = _descendants(proc.pid)
-        proc.send_signal(signum)
+        if group:
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
         _, stderr = proc.communicate(timeout=WAIT)
     finally:
+        if group:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # (whatever of the group is left)
         if proc.poll() is None:
             proc.kill()
             proc.communicate()  # (its pipes closed too)
@@ -209,6 +219,33 @@ def test_a_signal_before_any_trace_is_done_still_writes_the_report(
     assert len((out / "pt.jsonl").read_bytes().splitlines()) == read
     assert sorted(p.name for p in out.iterdir()) == ["pt.jsonl", "r.json"]
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.cluster
+def test_ctrl_c_while_the_local_cluster_starts_ends_the_run_as_interrupted(
+    tmp_path: Path, dataset: tuple[Path, Path], request: pytest.FixtureRequest
+) -> None:
+    # a terminal's Ctrl-C reaches every process of its group, the cluster's workers too,
+    # here while they start: the run ends as interrupted, and no worker dies ("Nanny failed
+    # to start", exit 2) or prints a traceback
+    pytest.importorskip("distributed")
+    gold, traces = dataset
+    tmp = Path(tempfile.mkdtemp(prefix="tsg-"))
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    env = cli_env()
+    env["TMPDIR"] = str(tmp)
+    report = tmp_path / "r.json"
+
+    def starting(_: object) -> bool:  # the cluster's workers are being started
+        return any(tmp.glob("toolscore-dataset-*/python-ignoring-sigint"))
+
+    proc, stderr, _ = _signalled(
+        ["toolscore", "eval", str(gold), str(traces), "-o", str(report), *ENGINES["dask"]],
+        starting, signal.SIGINT, env, poll=0.005, group=True,
+    )  # fmt: skip
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr
+    assert json.loads(report.read_bytes())["summary"]["interrupted"] is True
 
 
 def test_a_signal_stops_the_actions_dataset_run_with_its_summary(

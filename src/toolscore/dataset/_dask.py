@@ -4,12 +4,15 @@ travels to workers that do not (a part's bytes; a scatter range run here)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
+from multiprocessing import spawn
 from typing import Any
 
 from ..errors import UsageError
@@ -47,6 +50,30 @@ def connect(scheduler: str | None, dashboard: bool = False) -> Any:
 
 
 _HEALTH_ROUTE = "distributed.http.health"
+
+
+@contextlib.contextmanager
+def workers_ignore_sigint(directory: str) -> Iterator[None]:
+    """Within the block, processes started by ``multiprocessing``'s spawn (a local Dask
+    cluster's workers) ignore SIGINT from their first instruction: they run the interpreter
+    through a script in ``directory`` that ignores it, and an ignored signal stays ignored
+    across ``exec``. A terminal's Ctrl-C reaches every process of its group; this process
+    alone then handles it (the run ends with its report, exit 130, and closes the cluster),
+    instead of workers dying while they start ("Nanny failed to start") or printing
+    ``KeyboardInterrupt`` tracebacks. Not on Windows (no such signal groups)."""
+    if os.name != "posix":
+        yield
+        return
+    previous = spawn.get_executable()
+    script = os.path.join(directory, "python-ignoring-sigint")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(f"#!/bin/sh\ntrap '' INT\nexec {shlex.quote(os.fsdecode(previous))} \"$@\"\n")
+    os.chmod(script, 0o700)
+    spawn.set_executable(script)
+    try:
+        yield
+    finally:
+        spawn.set_executable(previous)
 
 
 def local_cluster_options(dashboard: bool = False) -> dict[str, Any]:

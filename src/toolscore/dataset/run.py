@@ -31,7 +31,7 @@ from ..limits import max_value_bytes as active_limit
 from ..redact import active_pii, pii_kinds
 from ..result import normalize_weights
 from ..sources.detect import check_format
-from ._dask import connect
+from ._dask import connect, workers_ignore_sigint
 from ._dask import with_data as with_data
 from ._dask import workers_share as workers_share
 from ._driver import _drive
@@ -194,7 +194,8 @@ def evaluate_dataset(
             )
             inputs = list_inputs(traces, options, follow_symlinks=follow_symlinks, skipped=skipped)
             if client is None and (scheduler is not None or engine == "dask"):
-                with _scratch_in(work):  # a local cluster's files: removed with the run's
+                # a local cluster's files (removed with the run's), its workers deaf to Ctrl-C
+                with _scratch_in(work), workers_ignore_sigint(work):
                     client = own_client = connect(scheduler, dask_dashboard)
             # the work directory, when every worker sees it (a Dask cluster's may not); else
             # the shared directory given, for the files every worker must read
