@@ -245,6 +245,7 @@ def test_ctrl_c_while_the_local_cluster_starts_ends_the_run_as_interrupted(
     )  # fmt: skip
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "internal error" not in stderr
+    assert report.exists(), stderr
     assert json.loads(report.read_bytes())["summary"]["interrupted"] is True
 
 

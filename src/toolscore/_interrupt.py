@@ -25,11 +25,12 @@ seconds after the second signal with the signal's status.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType, TracebackType
 
 from ._exitcodes import EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM
@@ -42,6 +43,7 @@ __all__ = [
     "active",
     "run_until_signal",
     "status_for",
+    "unescalated",
 ]
 
 GRACE = 3.0
@@ -87,6 +89,8 @@ class StopOnSignal:
         self._installed = False
         self._consumed = False
         self._escalating = False
+        self._held = 0
+        """Blocks running in which the stop is not escalated (:func:`unescalated`)."""
 
     def __enter__(self) -> StopOnSignal:
         if threading.current_thread() is threading.main_thread():
@@ -149,7 +153,7 @@ class StopOnSignal:
     def _escalate(self) -> None:
         """In a timer thread: the stop was not taken up (the main thread waits in a read that
         blocks): signal the main thread again, whose handler then raises there."""
-        if self._consumed or not self._installed or self.signum is None:
+        if self._consumed or not self._installed or self.signum is None or self._held:
             return
         self._escalating = True
         main = threading.main_thread().ident
@@ -171,6 +175,28 @@ def run_until_signal(run: Callable[[], int], on_abort: Callable[[], None]) -> in
     except (KeyboardInterrupt, Terminated):  # a second signal: stopped at once, cleaned up
         on_abort()
         return stop.exit_status(EXIT_ERROR)
+
+
+@contextlib.contextmanager
+def unescalated() -> Iterator[None]:
+    """Within the block, a first signal is not escalated into it (it is let finish: one
+    that ends by itself, such as a local cluster starting, where an exception raised
+    midway would end the run without its report); the run then sees the stop, and a
+    second signal still ends it at once. Past the block, a stop not yet taken up is
+    escalated again after the usual delay."""
+    stop = active()
+    if stop is None:
+        yield
+        return
+    stop._held += 1
+    try:
+        yield
+    finally:
+        stop._held -= 1
+        if not stop._held and stop.signum is not None and stop.escalate_after is not None:
+            timer = threading.Timer(stop.escalate_after, stop._escalate)
+            timer.daemon = True
+            timer.start()
 
 
 _ACTIVE: list[StopOnSignal] = []

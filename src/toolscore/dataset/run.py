@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._interrupt import unescalated
 from ..api import read_rules
 from ..errors import UsageError
 from ..limits import ReadLimits, read_limits, reading_limits, value_limit
@@ -195,7 +196,9 @@ def evaluate_dataset(
             inputs = list_inputs(traces, options, follow_symlinks=follow_symlinks, skipped=skipped)
             if client is None and (scheduler is not None or engine == "dask"):
                 # a local cluster's files (removed with the run's), its workers deaf to Ctrl-C
-                with _scratch_in(work), workers_ignore_sigint(work):
+                # (a Ctrl-C meanwhile is taken up once it has started: the run then ends
+                # with its report)
+                with _scratch_in(work), workers_ignore_sigint(work), unescalated():
                     client = own_client = connect(scheduler, dask_dashboard)
             # the work directory, when every worker sees it (a Dask cluster's may not); else
             # the shared directory given, for the files every worker must read
@@ -270,6 +273,9 @@ def evaluate_dataset(
                 raise UsageError("; ".join(unmatched))
             return result
         except BaseException as exc:
+            if own_client is not None:  # (first: its workers' files are in the work directory)
+                own_client.close()
+                own_client = None
             shutil.rmtree(work, ignore_errors=True)
             full = out_of_space(exc, os.path.dirname(work))
             if full is not None:
