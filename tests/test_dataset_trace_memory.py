@@ -16,18 +16,41 @@ from _cli import cli_env
 from toolscore.dataset import evaluate_dataset
 from toolscore.limits import ReadLimits
 
-PEAK = """
+PEAK_TAIL = """
+with open("/proc/self/status") as status:
+    peak_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(peak_kib // 1024)
+"""
+"""The end of a measuring script: its own peak RSS in MB (VmHWM, the process's own:
+``ru_maxrss`` keeps the peak of the process that started it from before ``exec``, so from an
+xdist worker of 600 MB it reports 600 MB)."""
+
+
+def _measured(script: str, *args: str) -> tuple[str, int]:
+    """``(what the script printed, its peak RSS in MB)``, run in a process of its own."""
+    out = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    printed, peak_mb = out.stdout.strip().rsplit(" ", 1)
+    return printed, int(peak_mb)
+
+
+PEAK = (
+    """
 import sys
 from toolscore.dataset import evaluate_dataset
 result = evaluate_dataset([{"tool": "search"}], sys.argv[1], engine="inline", trace_key="trace_id")
 calls = sorted((r.trace_id, r.status, r.calls) for r in result)
 result.close()
-with open("/proc/self/status") as status:
-    peak_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-print(calls, peak_kib // 1024)
+print(calls, end=" ")
 """
-# (VmHWM, this process's own peak: ``ru_maxrss`` keeps the peak of the process that started
-# it from before ``exec``, so from an xdist worker of 600 MB it reports 600 MB)
+    + PEAK_TAIL
+)
 
 
 def _lines(trace_id: str, count: int) -> list[str]:
@@ -43,18 +66,10 @@ def test_a_large_compressible_trace_is_decoded_a_chunk_at_a_time(tmp_path: Path)
     data = ("\n".join(_lines("big", 200_000) + _lines("small", 3)) + "\n").encode()
     packed = tmp_path / "traces.jsonl.gz"
     packed.write_bytes(gzip.compress(data))
-    out = subprocess.run(
-        [sys.executable, "-c", PEAK, str(packed)],
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    calls, peak_mb = out.stdout.strip().rsplit(" ", 1)
+    calls, peak_mb = _measured(PEAK, str(packed))
     assert calls == str([("big", "ok", 200_000), ("small", "ok", 3)])
     # (imports ~30 MB, the trace's bytes 13.6 MB: 106 MB here, 214 MB decoded whole)
-    assert int(peak_mb) < 160, out.stdout
+    assert peak_mb < 160
 
 
 def test_a_trace_over_the_bound_is_an_input_error(tmp_path: Path) -> None:
@@ -80,7 +95,8 @@ def test_a_trace_over_the_bound_is_an_input_error(tmp_path: Path) -> None:
         result.close()
 
 
-BOUNDED = """
+BOUNDED = (
+    """
 import sys
 from toolscore.dataset import evaluate_dataset
 from toolscore.limits import ReadLimits
@@ -90,10 +106,10 @@ result = evaluate_dataset(
 )
 rows = sorted((r.trace_id, r.status, r.calls) for r in result)
 result.close()
-with open("/proc/self/status") as status:
-    peak_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-print(rows, peak_kib // 1024)
+print(rows, end=" ")
 """
+    + PEAK_TAIL
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
@@ -108,17 +124,9 @@ def test_a_trace_over_the_bound_is_not_held(tmp_path: Path, reading: str) -> Non
         line = json.dumps({"trace_id": "huge", "tool": "search", "args": {"q": "x" * 40}})
         f.write((line + "\n") * 600_000)
         f.write("\n".join(_lines("after", 2)) + "\n")
-    out = subprocess.run(
-        [sys.executable, "-c", BOUNDED, str(traces), reading],
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    rows, peak_mb = out.stdout.strip().rsplit(" ", 1)
+    rows, peak_mb = _measured(BOUNDED, str(traces), reading)
     assert rows == str([("after", "ok", 2), ("huge", "error", 0), ("small", "ok", 3)])
     size = traces.stat().st_size
     assert size > 50_000_000
     # (40-45 MB here; 146 MB when the trace's lines were held to the end and then joined)
-    assert int(peak_mb) < 75, out.stdout
+    assert peak_mb < 75
