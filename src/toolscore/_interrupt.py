@@ -121,10 +121,7 @@ class StopOnSignal:
             self.signum = signum
             if self.on_first is not None:
                 self.on_first(signum)
-            if self.escalate_after is not None:
-                timer = threading.Timer(self.escalate_after, self._escalate)
-                timer.daemon = True
-                timer.start()
+            self._arm()
             return
         _watchdog(status_for(self.signum))
         if signum == signal.SIGTERM:
@@ -149,6 +146,24 @@ class StopOnSignal:
     def check_bytes(self, n: int) -> None:
         """:meth:`check`, shaped as an ``on_bytes`` callback."""
         self.check()
+
+    def _arm(self) -> None:
+        """Escalate the stop after ``escalate_after`` seconds unless it is taken up."""
+        if self.escalate_after is not None:
+            timer = threading.Timer(self.escalate_after, self._escalate)
+            timer.daemon = True
+            timer.start()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """:func:`unescalated` for this run's handlers."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            if not self._held and self.signum is not None:
+                self._arm()
 
     def _escalate(self) -> None:
         """In a timer thread: the stop was not taken up (the main thread waits in a read that
@@ -188,15 +203,8 @@ def unescalated() -> Iterator[None]:
     if stop is None:
         yield
         return
-    stop._held += 1
-    try:
+    with stop.held():
         yield
-    finally:
-        stop._held -= 1
-        if not stop._held and stop.signum is not None and stop.escalate_after is not None:
-            timer = threading.Timer(stop.escalate_after, stop._escalate)
-            timer.daemon = True
-            timer.start()
 
 
 _ACTIVE: list[StopOnSignal] = []
