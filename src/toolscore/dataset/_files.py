@@ -54,7 +54,7 @@ def _with_timeout(url: str, storage_options: dict[str, Any]) -> dict[str, Any]:
     return {**storage_options, "client_kwargs": client}
 
 
-def _stalled(url: str, exc: TimeoutError) -> InputError:
+def stalled(url: str, exc: TimeoutError) -> InputError:
     """The input error of a remote input whose time ran out (see :func:`_with_timeout`),
     naming ``url`` without its credentials."""
     return InputError(shown_url(url), stall_problem(exc))
@@ -223,7 +223,7 @@ def list_inputs(
         try:
             found = _list_url(traces, options)
         except TimeoutError as exc:
-            raise _stalled(traces, exc) from None
+            raise stalled(traces, exc) from None
     elif os.path.isdir(traces) or _glob_chars(traces):
         base, pattern = (traces, None) if os.path.isdir(traces) else _glob_base(traces)
         for path in _walk(base, pattern, follow_symlinks, skipped):
@@ -271,7 +271,7 @@ def open_input(url: str, storage_options: dict[str, Any] | None = None) -> IO[by
             fs, path = open_fs(url, storage_options or {})
             f: IO[bytes] = fs.open(path, "rb", block_size=4 * 1024 * 1024)
         except TimeoutError as exc:
-            raise _stalled(url, exc) from None
+            raise stalled(url, exc) from None
         return f
     return open(url, "rb")
 

@@ -20,7 +20,7 @@ from ..sources.custom import CustomDialect
 from ..sources.detect import detect, dialect_class
 from ..sources.jsonl import JsonlDecoder
 from ._feed import too_large
-from ._files import shown_url
+from ._files import shown_url, stalled
 from ._scoring import GOLD_ERRORS, Config, _Tasks, evaluate_one, gold_error_record
 from .inputs import (
     BLANK,
@@ -57,6 +57,34 @@ if TYPE_CHECKING:
     from .worker import Records
 
 
+def _run_stalling(
+    part: Part, item: Input, cfg: Config, gold: Any, tasks: _Tasks, records: Records
+) -> int:
+    """:func:`_run_input`, where a remote input that stops answering (its ``--http-timeout``)
+    ends as the input's error record: the traces read before it keep theirs, and the part's
+    other inputs are read."""
+    try:
+        return _run_input(part, item, cfg, gold, tasks, records)
+    except TimeoutError as exc:
+        return _input_error(part, item, records, str(stalled(item.url, exc)))
+
+
+def _input_error(part: Part, item: Input, records: Records, text: str) -> int:
+    """The error record of an input that could not be read (``text``: what, and where); no
+    line of it was read."""
+    records.append(
+        TraceRecord(
+            trace_id=item.name,
+            task=item.name,
+            status="error",
+            source=item.url,
+            error=redact_secrets(text),
+            order=(part.index, len(records)),
+        )
+    )
+    return 0
+
+
 def _run_input(
     part: Part, item: Input, cfg: Config, gold: Any, tasks: _Tasks, records: Records
 ) -> int:
@@ -77,17 +105,7 @@ def _run_input(
         )
     except (OSError, InputError) as exc:
         error = str(exc) if isinstance(exc, InputError) else f"{source}: cannot read: {exc}"
-        records.append(
-            TraceRecord(
-                trace_id=item.name,
-                task=item.name,
-                status="error",
-                source=source,
-                error=redact_secrets(error),
-                order=order(),
-            )
-        )
-        return 0
+        return _input_error(part, item, records, error)
     with f:
         key = part.key
         head = b""
@@ -297,7 +315,7 @@ def _evaluate_trace(
         records.append(refused)
         return
     head = trace.lines[0] if trace.lines else b""
-    data = head if len(trace.lines) == 1 else b"".join(trace.lines)
+    data = b"".join(trace.lines)  # (one piece: that piece itself, not a copy)
     trace.lines.clear()  # (its bytes are held once: in ``data``)
     record = evaluate_one(
         cfg,

@@ -22,11 +22,9 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ..limits import reading_limits, value_limit
-from ..redact import pii_redaction, redact_secrets
-from ..sources._open import stall_problem
-from ._files import shown_url
+from ..redact import pii_redaction
 from ._readers import FileFormat as FileFormat
-from ._readers import _run_gather, _run_input, _run_scatter
+from ._readers import _run_gather, _run_scatter, _run_stalling
 from ._readers import range_lines as range_lines
 from ._scoring import GOLD_ERRORS as GOLD_ERRORS
 from ._scoring import MISSING_TRACE as MISSING_TRACE
@@ -40,7 +38,7 @@ from ._scoring import gold_error_record as gold_error_record
 from ._scoring import scorer_for as scorer_for
 from ._taskid import DEFAULT_TASK_REGEX as DEFAULT_TASK_REGEX
 from .gold import gold_lookup
-from .inputs import Input, Part
+from .inputs import Part
 from .records import (
     TraceRecord,
     pack_records,
@@ -241,28 +239,6 @@ def run_part(part: Part, cfg: Config) -> PartResult:
     with pii_redaction(cfg.pii), value_limit(cfg.max_value_bytes), fewer_collections():
         with reading_limits(cfg.read_limits):
             return _run_part(part, cfg)
-
-
-def _run_stalling(
-    part: Part, item: Input, cfg: Config, gold: Any, tasks: _Tasks, records: Records
-) -> int:
-    """:func:`~._readers._run_input`, where a remote input that stops answering (its
-    ``--http-timeout``) ends as the input's error record: the traces read before it keep
-    theirs, and the part's other inputs are read."""
-    try:
-        return _run_input(part, item, cfg, gold, tasks, records)
-    except TimeoutError as exc:
-        records.append(
-            TraceRecord(
-                trace_id=item.name,
-                task=item.name,
-                status="error",
-                source=item.url,
-                error=redact_secrets(f"{shown_url(item.url)}: {stall_problem(exc)}"),
-                order=(part.index, len(records)),
-            )
-        )
-        return 0
 
 
 def _run_part(part: Part, cfg: Config) -> PartResult:
