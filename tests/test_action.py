@@ -15,6 +15,7 @@ from junitparser import JUnitXml
 
 from _cli import EXAMPLE, REPO, cli_env, run_cli
 from _secrets import assert_no_secrets, planted_text
+from toolscore.action import main as action_main
 
 SCRIPT = REPO / ".github" / "action" / "run.sh"
 
@@ -487,3 +488,16 @@ def test_a_pass_rule_decides_the_step(tmp_path: Path) -> None:
     assert code == 1 and outputs["passed"] == "false"
     code, _, _ = run_action(tmp_path, **{"pass": "nonsense"})
     assert code == 2
+
+
+@pytest.mark.parametrize(
+    "option",
+    ["--max-value-bytes", "--max-decompressed-bytes", "--max-trace-bytes", "--http-timeout"],
+)
+def test_a_limit_that_is_not_positive_is_a_usage_error(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = REPO / "examples" / "dataset"
+    argv = ["--traces", str(dataset / "traces"), "--gold-file", str(dataset / "gold.jsonl")]
+    assert action_main([*argv, option, "0"]) == 2
+    assert "must be a positive" in capsys.readouterr().err

@@ -32,7 +32,7 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -218,24 +218,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(name, action="store_true")
     p.add_argument("--pass-any-calls", dest="pass_all_calls", action="store_false")
     p.add_argument("--pass-allow-violations", dest="pass_no_violations", action="store_false")
-    p.add_argument("--max-value-bytes", type=_positive(int), default=DEFAULT_MAX_VALUE_BYTES)
-    p.add_argument(
-        "--max-decompressed-bytes", type=_positive(int), default=DEFAULT_MAX_DECOMPRESSED_BYTES
-    )
-    p.add_argument("--max-trace-bytes", type=_positive(int), default=DEFAULT_MAX_TRACE_BYTES)
-    p.add_argument("--http-timeout", type=_positive(float), default=DEFAULT_HTTP_TIMEOUT)
+    # (checked where they are set: toolscore.limits, as for `toolscore eval`)
+    p.add_argument("--max-value-bytes", type=int, default=DEFAULT_MAX_VALUE_BYTES)
+    p.add_argument("--max-decompressed-bytes", type=int, default=DEFAULT_MAX_DECOMPRESSED_BYTES)
+    p.add_argument("--max-trace-bytes", type=int, default=DEFAULT_MAX_TRACE_BYTES)
+    p.add_argument("--http-timeout", type=float, default=DEFAULT_HTTP_TIMEOUT)
     return p
-
-
-def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
-    def read(text: str) -> float:
-        value = kind(text)
-        if not value > 0:  # (NaN too)
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-        return value
-
-    read.__name__ = kind.__name__  # (argparse names the type in its error)
-    return read
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -308,7 +296,10 @@ def _run(args: argparse.Namespace, work: str) -> int:
         pass_all_calls=args.pass_all_calls,
         pass_no_violations=args.pass_no_violations,
     )
-    apply_settings(opts)  # (--pii, the value and read limits, as `toolscore eval` sets them)
+    try:  # (--pii, the value and read limits, as `toolscore eval` sets and checks them)
+        apply_settings(opts)
+    except ToolscoreError as exc:
+        return failure_status(exc)
     required = Required()
 
     def report(run: DatasetRun) -> int:
