@@ -37,6 +37,14 @@ def generate_dataset(traces: Path, gold: Path, count: int, *, seed: int, **shape
     _benchmark().generate(traces, gold, count, seed=seed, **shape)
 
 
+def dataset_in(base: Path, count: int, *, seed: int, **shape: int) -> tuple[Path, Path]:
+    """``(keyed gold, traces)``: :func:`generate_dataset`'s files, written in ``base`` as
+    ``gold.jsonl`` and ``traces.jsonl``."""
+    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
+    generate_dataset(traces, gold, count, seed=seed, **shape)
+    return gold, traces
+
+
 def shaped_dataset(traces: Path, shape: str) -> Path:
     """The benchmark's ``traces`` file as ``shape`` (``gzip``, ``interleaved``)."""
     path: Path = _benchmark().shaped(traces, shape)

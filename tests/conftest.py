@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from _datasets import generate_dataset
+from _datasets import dataset_in
 from toolscore.limits import ensure_recursion_limit
 
 # Reading a trace raises Python's recursion limit (values 1,000 levels deep are walked
@@ -47,7 +47,4 @@ def corpus() -> Path:
 @pytest.fixture(scope="module")
 def generated60(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A small generated dataset: ``(keyed gold, traces)``, 60 traces (seed 5)."""
-    base = tmp_path_factory.mktemp("gen")
-    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
-    generate_dataset(traces, gold, 60, seed=5)
-    return gold, traces
+    return dataset_in(tmp_path_factory.mktemp("gen"), 60, seed=5)

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _cli import cli_env, run_cli
-from _datasets import generate_dataset
+from _datasets import dataset_in, generate_dataset
 from toolscore import evaluate
 from toolscore._exact import ExactAdder
 from toolscore.dataset import (
@@ -39,10 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("gen")
-    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
-    generate_dataset(traces, gold, 120, seed=3)
-    return gold, traces
+    return dataset_in(tmp_path_factory.mktemp("gen"), 120, seed=3)
 
 
 def _by_trace(path: Path) -> dict[str, list[dict[str, Any]]]:

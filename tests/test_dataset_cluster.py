@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from _datasets import can_unshare_mount, generate_dataset
+from _datasets import can_unshare_mount, dataset_in, generate_dataset
 from toolscore.dataset import DatasetResult, evaluate_dataset
 
 pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest -q -m cluster)
@@ -33,10 +33,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("cluster")
-    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
-    _generate(traces, gold, 160)
-    return gold, traces
+    return dataset_in(tmp_path_factory.mktemp("cluster"), 160, seed=11)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from _datasets import generate_dataset
+from _datasets import dataset_in
 from toolscore import evaluate_trace
 from toolscore.dataset import Aggregate, TraceRecord, evaluate_dataset
 from toolscore.dataset.aggregate import EXAMPLES, WORST
@@ -27,10 +27,7 @@ from toolscore.dataset.worker import PartResult
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("hot")
-    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
-    generate_dataset(traces, gold, 160, seed=11)
-    return gold, traces
+    return dataset_in(tmp_path_factory.mktemp("hot"), 160, seed=11)
 
 
 def test_each_record_equals_the_trace_evaluated_alone(

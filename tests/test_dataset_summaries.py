@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _cli import run_cli
-from _datasets import generate_dataset
+from _datasets import dataset_in
 from toolscore.dataset import TraceRecord, evaluate_dataset, pass_hat_k
 from toolscore.dataset.aggregate import Aggregate, overall_pass
 from toolscore.dataset.groups import MAX_GROUPS, OTHER_GROUPS, GroupBy, Groups
@@ -28,10 +28,7 @@ value) and the task number's last digit (ten values)."""
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """6,000 small traces (1,500 tasks of 4 trials, 2-4 calls each)."""
-    base = tmp_path_factory.mktemp("big")
-    traces, gold = base / "traces.jsonl", base / "gold.jsonl"
-    generate_dataset(traces, gold, 6000, seed=5, min_calls=2, max_calls=4)
-    return gold, traces
+    return dataset_in(tmp_path_factory.mktemp("big"), 6000, seed=5, min_calls=2, max_calls=4)
 
 
 BigRun = tuple[str, str, dict[str, Any]]
