@@ -12,6 +12,7 @@ and the exchange along it (:meth:`~GoldOrder.flip`).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 
 __all__ = ["GoldOrder", "first_in_gold_order", "neg_weight", "rank"]
 
@@ -28,7 +29,7 @@ def neg_weight(candidate: Candidate) -> int:
 
 
 def first_in_gold_order(
-    golds: list[list[Candidate]],
+    golds: Sequence[Sequence[Candidate]],
     top: int,
     gold_dual: list[int],
     pos_dual: dict[int, int],
@@ -85,7 +86,7 @@ class GoldOrder:
 
     def __init__(
         self,
-        golds: list[list[Candidate]],
+        golds: Sequence[Sequence[Candidate]],
         top: int,
         gold_dual: list[int],
         pos_dual: dict[int, int],

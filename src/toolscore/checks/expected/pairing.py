@@ -235,7 +235,7 @@ def _row_weights(
 
 
 def augment_tight(
-    rows: list[list[tuple[int, int, int]]],
+    rows: Sequence[Sequence[Candidate]],
     top: int,
     u: list[int],
     v: dict[int, int],
@@ -321,7 +321,7 @@ def augment_tight(
 
 
 def min_cost_assignment(
-    rows: list[list[tuple[int, int, int]]], top: int
+    rows: Sequence[Sequence[Candidate]], top: int
 ) -> tuple[list[int], list[int], dict[int, int]]:
     """Assign every row a distinct column at least total cost, with duals proving it optimal.
 
@@ -413,7 +413,7 @@ def min_cost_assignment(
     return row_col, u, v
 
 
-def pair_tool(golds: list[list[tuple[int, int, int]]], m: int) -> list[int | None]:
+def pair_tool(golds: Sequence[Sequence[Candidate]], m: int) -> list[int | None]:
     """Toolscore's exact pairing for one tool, from each gold's candidate list.
 
     Args:

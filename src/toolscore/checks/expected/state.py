@@ -92,6 +92,17 @@ class ExpectedPlan:
     def start_column(self) -> tuple[int, ...]:
         return distance_tracker([g.tool for g in self.gold]).snapshot()
 
+    @cached_property
+    def members_of(self) -> dict[str, tuple[list[int], list[int]]]:
+        """Per exactly paired gold tool, its gold positions in order and each one's group:
+        what :meth:`ExpectedState.pairing` reads for every trace of this gold."""
+        out: dict[str, tuple[list[int], list[int]]] = {}
+        for tool, indices in self.by_tool.items():
+            if tool not in self.approx:
+                members = sorted(p for i in indices for p in self.groups[i].members)
+                out[tool] = (members, [self.group_of[p] for p in members])
+        return out
+
 
 @dataclass(frozen=True)
 class Stats:
@@ -366,9 +377,9 @@ class ExpectedState(State):
                     )
                 )
                 continue
-            members = sorted(p for i in indices for p in plan.groups[i].members)
-            lists = [self.candidates[plan.group_of[p]] for p in members]
-            chosen = pair_tool([list(c) for c in lists], m)
+            members, groups = plan.members_of[tool]
+            lists = [self.candidates[g] for g in groups]
+            chosen = pair_tool(lists, m)
             for p, cands, i in zip(members, lists, chosen, strict=True):
                 if i is not None:
                     out[p] = cands[i]
