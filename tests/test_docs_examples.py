@@ -6,43 +6,57 @@ it (the reason becomes the skip's). ``<!-- doc-cwd: examples/X -->`` names the f
 page's following blocks run in: it is copied into a temporary directory the first time a page
 uses it, so outputs never land in the repository and a page's blocks see each other's files
 (``../shared/corpus``: linked, not copied, and passed over where it is absent).
-A shell block runs line by line (a line ending in ``\\`` goes on); a line ending in
-``# exits N`` must exit with N, every other line with 0. A plain ``toolscore ...`` or
+A shell block runs line by line (a line ending in ``\\`` goes on); a line whose comment says
+``exits N`` must exit with N, every other line with 0. A plain ``toolscore ...`` or
 ``python -m pytest ...`` line (no pipe, redirection, variable or glob) runs in a child forked
 from ``tests/_docrun.py``, which has the command line imported already; any other line runs in
 bash. A page's Python blocks share one
 namespace and run in this process (as ``__main__``); ``<!-- doc-run: pytest -->`` runs the
 next block as a test file under pytest instead, ``<!-- doc-run: script -->`` a shell block as
-one ``bash -e`` script (for a server started in the background and stopped by the block).
+one ``bash -e`` script (for a server started in the background and stopped by the block),
+``<!-- doc-run: cluster -->`` a shell block on stand-ins for the machines and the bucket it
+names (``tests/_doc_cluster.py``: a page with one runs in the cluster step of ``.ci/run``),
+``<!-- doc-run: ctrl-c -->`` each command of a shell block that runs until stopped (``--follow``):
+started, a line added to the file it follows once its output settles, then Ctrl-C (SIGINT to
+its process group); it must print the added call's finding before, and exit with the
+``# exits N`` it states.
 Blocks in other languages (json, yaml, text) are data, not commands, and are not run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from _cli import cli_env
+from _doc_cluster import ClusterPage, loopback
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 RUN = {"sh": "sh", "bash": "sh", "console": "sh", "python": "python", "py": "python"}
-MAX_SKIPPED = 10
-"""Blocks that cannot run here (a cluster, a server fed by an agent, a workflow): few."""
+MAX_SKIPPED = 3
+"""Blocks the suite does not run: the install and test commands, which ``.ci/run`` runs on a
+clean clone (the README's, and getting-started's copy of the first)."""
 
 _DIRECTIVE = re.compile(r"<!--\s*doc-(cwd|skip|run):\s*(.*?)\s*-->")
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
-_EXITS = re.compile(r"#\s*exits\s+(\d+)\b")
+_EXITS = re.compile(r"#.*\bexits\s+(\d+)\b")
 _SHELL = re.compile(r"[|&;<>()$`]")
 
 
@@ -187,21 +201,73 @@ def _run_shell(block: Block, cwd: Path, server: ForkServer) -> None:
 
 
 def _bash(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    done = subprocess.run(
-        ["bash", *args],
-        cwd=cwd,
-        env=_environment(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return done.returncode, done.stdout, done.stderr
+    """bash with ``args``, in a process group of its own that is killed when it is done (a
+    server a script started in the background never outlives it)."""
+    process = subprocess.Popen(
+        ["bash", *args], cwd=cwd, env=_environment(), stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+    return process.returncode, out, err
+
+
+DEFAULT_SERVE = "127.0.0.1:4318"
+"""``toolscore serve``'s default address: a block that uses it holds a lock while it runs, so
+two pages' blocks never serve there at once (the suite runs on two workers)."""
 
 
 def _run_script(block: Block, cwd: Path) -> None:
-    status, _, err = _bash(["-e", "-c", block.code], cwd)
+    with contextlib.ExitStack() as stack:
+        if DEFAULT_SERVE in block.code:
+            lock = stack.enter_context(
+                open(Path(tempfile.gettempdir()) / "toolscore-doc-4318.lock", "w")
+            )
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        status, _, err = _bash(["-e", "-c", block.code], cwd)
     assert status == 0, f"{block.where}: exited {status}\n{err[-3000:]}"
+
+
+def _run_until_ctrl_c(block: Block, cwd: Path) -> None:
+    for command, expected in _commands(block.code):
+        followed = cwd / shlex.split(command)[2]  # toolscore watch FILE --follow ...
+        out = cwd / ".doc-stdout"
+        with out.open("wb") as sink:
+            process = subprocess.Popen(
+                ["bash", "-c", command], cwd=cwd, env=_environment(), stdin=subprocess.DEVNULL,
+                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+            try:
+                _settle(out)
+                with followed.open("ab") as f:  # a call that comes while it follows, and fails
+                    f.write(b'{"tool": "late_tool", "args": {}, "error": "late failure"}\n')
+                _settle(out, after="late_tool")
+                os.killpg(process.pid, signal.SIGINT)
+                status = process.wait(timeout=60)
+            finally:
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+        text = out.read_text(encoding="utf-8", errors="replace")
+        assert status == expected, f"{block.where}: `{command}` exited {status}\n{text[-3000:]}"
+        assert "late_tool" in text, f"{block.where}: the line added was not read\n{text[-3000:]}"
+
+
+def _settle(out: Path, after: str | None = None) -> None:
+    """Until ``out`` holds output (with ``after`` in it) that has not grown for half a second."""
+    deadline = time.monotonic() + 60
+    size = -1
+    while time.monotonic() < deadline:
+        text = out.read_bytes()
+        if text and len(text) == size and (after is None or after.encode() in text):
+            return
+        size = len(text)
+        time.sleep(0.5)
+    raise AssertionError(f"no settled output in {out}")
 
 
 def _run_pytest(block: Block, cwd: Path, server: ForkServer) -> None:
@@ -247,7 +313,16 @@ RUNNABLE = [page for page in PAGES if any(b.skip is None for b in _runnable(page
 """The pages with a block to run (architecture, migration and the API reference have none)."""
 
 
-@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
+def _param(page: Path) -> Any:
+    on_cluster = any(b.runner == "cluster" for b in _runnable(page))
+    return pytest.param(
+        page,
+        id=str(page.relative_to(ROOT)),
+        marks=[pytest.mark.cluster] if on_cluster else [],
+    )
+
+
+@pytest.mark.parametrize("page", [_param(page) for page in RUNNABLE])
 def test_page_blocks_run(
     page: Path,
     tmp_path: Path,
@@ -259,20 +334,33 @@ def test_page_blocks_run(
     copies: dict[str | None, Path] = {}
     namespace: dict[str, object] = {"__name__": "__main__"}
     ran = 0
-    for block in _runnable(page):
-        if block.skip is not None or _absent(block.cwd):
-            continue
-        cwd = _copy(block.cwd, tmp_path, copies)
-        if block.runner == "pytest":
-            _run_pytest(block, cwd, fork_server)
-        elif block.runner == "script":
-            _run_script(block, cwd)
-        elif RUN[block.lang] == "sh":
-            _run_shell(block, cwd, fork_server)
-        else:
-            monkeypatch.chdir(cwd)
-            exec(compile(block.code, block.where, "exec"), namespace)
-        ran += 1
+    cluster: ClusterPage | None = None
+    try:
+        for block in _runnable(page):
+            if block.skip is not None or _absent(block.cwd):
+                continue
+            cwd = _copy(block.cwd, tmp_path, copies)
+            if block.runner == "pytest":
+                _run_pytest(block, cwd, fork_server)
+            elif block.runner == "script":
+                _run_script(block, cwd)
+            elif block.runner == "ctrl-c":
+                _run_until_ctrl_c(block, cwd)
+            elif block.runner == "cluster":
+                cluster = cluster or ClusterPage(cwd, _environment())
+                for command, expected in _commands(block.code):
+                    cluster.run(command, expected, block.where)
+                listening = cluster.listening()
+                assert listening and all(map(loopback, listening)), listening
+            elif RUN[block.lang] == "sh":
+                _run_shell(block, cwd, fork_server)
+            else:
+                monkeypatch.chdir(cwd)
+                exec(compile(block.code, block.where, "exec"), namespace)
+            ran += 1
+    finally:
+        if cluster is not None:
+            cluster.close()
     capsys.readouterr()
     assert ran
 
