@@ -59,6 +59,7 @@ class ClusterPage:
         self.cwd = cwd
         self.env = dict(env)
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.logs: list[Path] = []
         security = Security.temporary()
         for name, attr in CERTS.items():
             (cwd / name).write_text(getattr(security, attr), encoding="utf-8")
@@ -105,17 +106,20 @@ class ClusterPage:
         command = self.local(command)
         argv = shlex.split(command, comments=True)
         if argv[:2] in (["dask", "scheduler"], ["dask", "worker"]):
-            self.processes.append(
-                subprocess.Popen(
-                    argv,
-                    cwd=self.cwd,
-                    env=self.env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
+            log = self.cwd / f".{argv[1]}-{len(self.processes)}.log"
+            self.logs.append(log)
+            with log.open("wb") as out:
+                self.processes.append(
+                    subprocess.Popen(
+                        argv,
+                        cwd=self.cwd,
+                        env=self.env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                    )
                 )
-            )
             if argv[1] == "scheduler":
-                self._wait_for_port(int(self.ports["8786"]))
+                self._wait_for_port(int(self.ports["8786"]), self.processes[-1], where)
             return
         if argv[:1] == ["export"]:
             for assignment in argv[1:]:
@@ -133,17 +137,25 @@ class ClusterPage:
         )
         assert done.returncode == expected, (
             f"{where}: `{command}` exited {done.returncode}, not {expected}\n"
-            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\n{self.log_tails()}"
         )
 
-    def _wait_for_port(self, port: int) -> None:
+    def _wait_for_port(self, port: int, process: subprocess.Popen[bytes], where: str) -> None:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and process.poll() is None:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     return
             time.sleep(0.1)
-        raise AssertionError(f"the scheduler did not listen on 127.0.0.1:{port}")
+        raise AssertionError(
+            f"{where}: the scheduler did not listen on 127.0.0.1:{port}\n{self.log_tails()}"
+        )
+
+    def log_tails(self) -> str:
+        """The end of what each background process printed (for a failure's message)."""
+        return "\n".join(
+            f"--- {log.name}\n{log.read_text(errors='replace')[-1500:]}" for log in self.logs
+        )
 
     def listening(self) -> list[str]:
         """The addresses the page's processes listen on (TCP, from ``/proc/net/tcp*``)."""
