@@ -218,7 +218,7 @@ def _bash(args: list[str], cwd: Path) -> tuple[int, str, str]:
 
 DEFAULT_SERVE = "127.0.0.1:4318"
 """``toolscore serve``'s default address: a block that uses it holds a lock while it runs, so
-two pages' blocks never serve there at once (the suite runs on two workers)."""
+two pages' blocks never serve there at once (the suite runs on several workers)."""
 
 
 def _run_script(block: Block, cwd: Path) -> None:
