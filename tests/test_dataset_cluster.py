@@ -17,7 +17,7 @@ import pytest
 from _datasets import can_unshare_mount, dataset_in, generate_dataset
 from toolscore.dataset import DatasetResult, evaluate_dataset
 
-pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest -q -m cluster)
+pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest -q -m cluster -n 2)
 
 
 def _generate(traces: Path, gold: Path, count: int) -> None:
@@ -148,6 +148,12 @@ def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, P
         _stop(processes[:1])
 
 
+def _errors(result: DatasetResult) -> list[str | None]:
+    """The first records' errors and the run's problems, for a failure's message (a part the
+    cluster lost says why there)."""
+    return [r.error for r in result if r.error][:3] + list(result.problems)[:3]
+
+
 def _plain(result: DatasetResult) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     records = [msgspec.structs.asdict(r) | {"order": None} for r in result]
     summary = result.summary()
@@ -194,7 +200,7 @@ def test_a_local_cluster_unpacks_and_scatters_as_the_pool_does(
         assert on_dask.engine == "dask"
         reference = _plain(pool)
         assert reference[1]["traces"] == 160
-        assert _plain(on_dask) == reference, path.name
+        assert _plain(on_dask) == reference, (path.name, _errors(on_dask))
 
 
 def test_workers_that_do_not_see_the_work_directory(
@@ -429,7 +435,7 @@ def test_s3_bucket_on_both_engines(
     want = {r.trace_id: r.score for r in local}
     for result in (from_pool, from_dask):
         got = {r.trace_id: r.score for r in result}
-        assert got == want
+        assert got == want, _errors(result)
         assert all(r.source is not None and r.source.startswith("s3://traces/run/") for r in result)
     assert _plain(from_pool)[1] == _plain(from_dask)[1]
 
@@ -456,6 +462,7 @@ def test_dask_workers_get_pii_and_the_value_limit(tmp_path: Path, client: Any) -
         str(gold), str(tmp_path / "traces"), client=client, pii=True, max_value_bytes=1000
     )
     assert result.engine == "dask"
+    assert not [r for r in result if r.error and "not evaluated" in r.error], _errors(result)
     kinds: Counter[str] = Counter()
     for record in result:
         kinds.update(record.findings)

@@ -19,7 +19,7 @@ import pytest
 from toolscore.dataset import evaluate_dataset
 from toolscore.dataset._dask import connect
 
-pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest -q -m cluster)
+pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest -q -m cluster -n 2)
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("cryptography")
