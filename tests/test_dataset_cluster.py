@@ -4,7 +4,6 @@ processes over TCP on 127.0.0.1), both started and stopped here; results equal t
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import msgspec
 import pytest
 
 from _datasets import can_unshare_mount, dataset_in, generate_dataset
+from _doc_cluster import free_port
 from toolscore.dataset import DatasetResult, evaluate_dataset
 
 pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest -q -m cluster -n 2)
@@ -22,13 +22,6 @@ pytestmark = pytest.mark.cluster  # (their own step of .ci/run: python -m pytest
 
 def _generate(traces: Path, gold: Path, count: int) -> None:
     generate_dataset(traces, gold, count, seed=11)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +34,7 @@ def s3(dataset: tuple[Path, Path]) -> Iterator[dict[str, Any]]:
     """A moto S3 server on 127.0.0.1 with a bucket holding the dataset (and its gold)."""
     pytest.importorskip("s3fs")
     moto_server = pytest.importorskip("moto.server")
-    port = _free_port()
+    port = free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
@@ -118,7 +111,7 @@ def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, P
     if sys.platform != "linux" or not can_unshare_mount():
         pytest.skip("needs Linux mount namespaces (unshare --mount, as root)")
     hidden = tmp_path_factory.mktemp("driver-only")
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     dask = [sys.executable, "-m", "dask"]
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
