@@ -194,17 +194,48 @@ _results = st.one_of(
 )
 
 
+def _flag_and_error(call: dict[str, Any]) -> tuple[bool | None, str | None]:
+    """Toolscore's reading of a call's failure fields: a bool ``error`` is the flag, another
+    truthy one sets it (and is the error text), a bool ``is_error`` has the last word."""
+    is_error, error = call.get("is_error"), call.get("error")
+    flag = error if isinstance(error, bool) else (True if error else None)
+    text = str(error) if error and not isinstance(error, bool) else None
+    return (is_error if isinstance(is_error, bool) else flag), text
+
+
+_flags = st.fixed_dictionaries(
+    {},
+    optional={
+        "is_error": st.sampled_from([True, False, None, "yes"]),
+        "error": st.sampled_from([None, "", "boom", False, 0, {"code": 1}]),
+    },
+)
+
+
 @settings(max_examples=80, deadline=None)
-@given(results=st.lists(st.one_of(_results, _results.map(json.dumps)), min_size=1, max_size=6))
-def test_the_raw_prefilter_misses_no_failure(tmp_path_factory: Any, results: list[Any]) -> None:
-    """A trace file's decoded block (raw results, prefiltered in RE2) and the same calls in
-    memory (each result checked) fail the same calls by the same rules."""
-    calls = [{"tool": f"t{i}", "result": r} for i, r in enumerate(results)]
+@given(
+    results=st.lists(
+        st.tuples(st.one_of(_results, _results.map(json.dumps)), _flags), min_size=1, max_size=6
+    ),
+    removed=st.sets(st.sampled_from(["is_error", "error", "result.prefix", "result.error"])),
+)
+def test_the_raw_prefilter_misses_no_failure(
+    tmp_path_factory: Any, results: list[Any], removed: set[str]
+) -> None:
+    """A trace file's decoded block (raw results, prefiltered in RE2, the flagged calls
+    decided first) and the same calls in memory (each result checked) fail the same calls by
+    the same rules, whichever default rules are removed."""
+    calls = [{"tool": f"t{i}", "result": r, **flags} for i, (r, flags) in enumerate(results)]
     trace = tmp_path_factory.mktemp("trace") / "trace.jsonl"
     trace.write_text("".join(json.dumps(c) + "\n" for c in calls))
-    expected = [_why(c) for c in calls]
-    for result in (toolscore.evaluate_trace([], trace), toolscore.evaluate([], calls)):
+    rules = failure_rules({"remove": sorted(removed)})
+    expected = [rules.of(*_flag_and_error(c), c.get("result")) for c in calls]
+    section = {"failures": {"remove": sorted(removed)}}
+    for result in (
+        toolscore.evaluate_trace([], trace, rules=section),
+        toolscore.evaluate([], calls, rules=section),
+    ):
         failed = {f.call_index: f.message for f in result.findings if f.kind == "failed_call"}
         assert sorted(failed) == [i for i, why in enumerate(expected) if why is not None]
         for i, message in failed.items():
-            assert message.endswith(f"({expected[i]})") or expected[i] in ("is_error", "error")
+            assert f"({expected[i]})" in message or expected[i] in ("is_error", "error")

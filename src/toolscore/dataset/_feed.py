@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..calls import Batch
-from ..limits import read_limits
 from ..redact import redact_secrets
 from ._reading import Trace
 from .records import TraceRecord
@@ -39,7 +38,7 @@ def too_large(trace: Trace, source: str, order: tuple[int, int] = (0, 0)) -> Tra
     :attr:`~toolscore.limits.ReadLimits.max_trace_bytes` (``--max-trace-bytes``; they were
     not held past it: :meth:`~._reading.Trace.keep`), its record: an input error naming
     ``source`` and the trace, not evaluated (the rest of the run is); else None."""
-    limit = read_limits().max_trace_bytes
+    limit = trace.limit
     size = trace.size
     if size <= limit:
         return None

@@ -5,7 +5,7 @@ its traces, one at a time, with their line numbers and offsets."""
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
 from typing import IO, Any
@@ -178,11 +178,13 @@ class Trace:
     :attr:`~toolscore.limits.ReadLimits.max_trace_bytes` (``--max-trace-bytes``), where its
     lines stop being held: :attr:`lines` is emptied and :attr:`linenos` keeps the first (the
     trace is then an error record, not evaluated: :func:`~._feed.too_large`)."""
+    limit: int = field(default_factory=lambda: read_limits().max_trace_bytes)
+    """The bound on :attr:`size`, read once when the trace begins."""
 
     def keep(self, piece: bytes, first: int, count: int = 1) -> None:
         """Add ``piece``: ``count`` whole lines numbered from ``first``."""
         self.size += len(piece)
-        if self.size > read_limits().max_trace_bytes:
+        if self.size > self.limit:
             if self.lines:
                 self.lines.clear()
                 del self.linenos[1:]

@@ -8,7 +8,7 @@ is all the dataset aggregate sees of a trace.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO, Any, Literal
 
 import msgspec
@@ -26,6 +26,7 @@ __all__ = [
     "read_records",
     "record_fields",
     "record_line",
+    "record_lines",
     "unpack_records",
     "write_records",
 ]
@@ -109,15 +110,18 @@ def read_records(f: IO[bytes]) -> Iterator[list[TraceRecord]]:
         yield unpack_records(f.read(size))
 
 
-def record_fields(record: TraceRecord) -> dict[str, Any]:
+def record_fields(record: TraceRecord, *, clean: bool = False) -> dict[str, Any]:
     """The record as written out (without ``order`` and ``ci``), with every credential in its
     trace id, task, source file and tool names redacted: ids, names and file names are not
-    arguments (only arguments stay raw, in the single-trace JSON report)."""
+    arguments (only arguments stay raw, in the single-trace JSON report). ``clean``: these
+    texts are known to hold nothing to redact (:func:`record_lines` searched them)."""
     data = msgspec.structs.asdict(record)
     del data["order"], data["ci"]
     if not data["fields"]:
         del data["fields"]
-    texts = [record.trace_id, record.task, record.source or "", *record.tools]
+    if clean:
+        return data
+    texts = _texts(record)
     shown = redact_each(texts)
     if shown is not texts:
         data["trace_id"], data["task"] = shown[0], shown[1]
@@ -132,9 +136,22 @@ def record_fields(record: TraceRecord) -> dict[str, Any]:
     return data
 
 
+def _texts(record: TraceRecord) -> list[str]:
+    return [record.trace_id, record.task, record.source or "", *record.tools]
+
+
 def record_line(record: TraceRecord) -> bytes:
     """The record as one JSON line (:func:`record_fields`), newline included."""
     return _ENCODER.encode(record_fields(record)) + b"\n"
+
+
+def record_lines(records: Sequence[TraceRecord]) -> bytes:
+    """The records' JSON lines (:func:`record_line` of each): one credential prefilter
+    search for all their ids, names and files (usually finding none), not one a record."""
+    texts = [text for record in records for text in _texts(record)]
+    clean = redact_each(texts) is texts
+    encode = _ENCODER.encode
+    return b"".join([encode(record_fields(r, clean=clean)) + b"\n" for r in records])
 
 
 def finite(value: Any) -> float | None:

@@ -26,7 +26,7 @@ from typing import IO
 
 from .aggregate import Aggregate, ScoreSpill, TaskSpill, pour
 from .groups import GroupBy, Groups
-from .records import TraceRecord, record_line
+from .records import TraceRecord, record_lines
 
 __all__ = ["MAX_LISTED", "Tally"]
 
@@ -63,7 +63,7 @@ class Tally:
                 errors.append(r)
             if r.status == "no_gold" and len(missing_gold) < MAX_LISTED:
                 missing_gold.append(r.trace_id)
-        lines = b"".join(map(record_line, records))
+        lines = record_lines(records)
         self.spool.write(lines)
         self.count += len(records)
         return lines

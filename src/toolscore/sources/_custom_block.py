@@ -40,6 +40,18 @@ ONE_PER_LINE = 64
 its records on one line (a JSON array's items, in one C call: 0.4 us a call less)."""
 
 
+def _fields(is_error: Any, error: Any) -> tuple[bool | None, Any]:
+    """A call's ``(is_error, error)`` as the failure rules read them, as Toolscore reads a
+    call's dict (:func:`toolscore.gold.calls_from_dicts`): a bool ``error`` is the flag, another
+    truthy one sets it too, and a bool ``is_error`` has the last word."""
+    if error is _UNSET or isinstance(error, bool):
+        flag = None if error is _UNSET else error
+        error = None
+    else:
+        flag = True if error else None
+    return (is_error if isinstance(is_error, bool) else flag), error
+
+
 class CustomBlock(Columns):
     """Plain custom calls decoded from one chunk, read column by column.
 
@@ -104,26 +116,34 @@ class CustomBlock(Columns):
         return Location(self.source, self.first_line + i)
 
     def _find_failures(self, rules: FailureRules) -> list[tuple[int, str]]:
-        # the candidates found in C: a flag or an error that is truthy (UNSET is falsy, as
-        # False is), and a raw result holding what a result rule looks for (a joined search
-        # first: usually none does); each candidate is then decided by the rules
+        # the flags' and errors' candidates first (found in C: a flag or an error that is
+        # truthy; UNSET is falsy, as False is), decided without their results; then the raw
+        # results of the other calls holding what a result rule looks for (one joined search
+        # first: usually none does), each decided by the rules with its result decoded
         positions = range(self.n)
         flags = list(map(_get_is_error, self._items))
         errors = self._raw_errors()
-        maybe = set(compress(positions, errors))
-        maybe.update(compress(positions, flags))
-        raws: list[Any] = []
+        found: dict[int, str] = {}
+        for i in sorted({*compress(positions, errors), *compress(positions, flags)}):
+            why = rules.of(*_fields(flags[i], errors[i]), None)
+            if why is not None:
+                found[i] = why
         if rules.reads_results:
             raws = list(map(_get_result, self._items))
-            maybe.update(raw_candidates(raws, rules))
-        out: list[tuple[int, str]] = []
-        for i in sorted(maybe):
-            error = errors[i]
-            result = msgspec.json.decode(raws[i]) if raws else None
-            why = rules.of(flags[i], None if error is _UNSET else error, result)
-            if why is not None:
-                out.append((i, why))
-        return out
+            rest: Sequence[int] = positions
+            if found:
+                rest = [i for i in positions if i not in found]
+                raws_left = [raws[i] for i in rest]
+            else:
+                raws_left = raws
+            for k in raw_candidates(raws_left, rules):
+                i = rest[k]
+                why = rules.of(*_fields(flags[i], errors[i]), msgspec.json.decode(raws[i]))
+                if why is not None:
+                    found[i] = why
+            if len(found) > 1:
+                return sorted(found.items())
+        return list(found.items())
 
     def error(self, i: int) -> str | None:
         err = self._items[i].error
