@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol, cast
 
 __all__ = [
     "DEFAULT_PASS",
@@ -408,7 +409,12 @@ class Verdict:
 
 def _section(metrics: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = metrics.get(name)
-    return value if isinstance(value, Mapping) else {}
+    if type(value) is dict:  # (the usual case, without an ABC check)
+        return value
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _count(value: Any, default: int = 0) -> int:
@@ -452,16 +458,27 @@ def judge(result: Evaluated, criterion: PassCriterion | None = None) -> Verdict:
             evaluated under), else :class:`PassCriterion`'s default (grade A, every required
             call completed, no violation).
     """
-    criterion = criterion or getattr(result, "criterion", None) or PassCriterion()
-    violations = violations_of(result.metrics)
-    match = _section(_section(result.metrics, "rule_metrics"), "match")
+    criterion = criterion or getattr(result, "criterion", None) or _DEFAULT_CRITERION
+    metrics = result.metrics
+    violations = violations_of(metrics)
+    match = _section(_section(metrics, "rule_metrics"), "match")
     matches = {str(m): bool(v.get("passed")) for m, v in match.items() if isinstance(v, Mapping)}
     if not getattr(result, "has_gold", True):
         return Verdict(None, None, None, violations, None, criterion, matches)
     score = float(result.score)
     recall = result.required_call_recall
-    grade = letter_grade(score)
-    provisional = Verdict(score, grade, recall, violations, None, criterion, matches)
-    return Verdict(
-        score, grade, recall, violations, criterion.passes(provisional), criterion, matches
-    )
+    passed = criterion.passes(_Judging(score, recall, violations, matches))
+    return Verdict(score, letter_grade(score), recall, violations, passed, criterion, matches)
+
+
+class _Judging(NamedTuple):
+    """What :meth:`PassCriterion.passes` reads of a verdict being made."""
+
+    score: float
+    required_call_recall: float | None
+    violations: Violations
+    matches: Mapping[str, bool]
+
+
+_DEFAULT_CRITERION = PassCriterion()
+"""The default pass rule (one object: a criterion never changes)."""
