@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,3 +154,27 @@ def test_the_all_rules_file_has_every_hard_rule_kind() -> None:
     assert len(rules.forbidden) == 10 and rules.allow is not None
     assert rules.order and rules.counts and rules.data_flow and rules.match
     assert rules.schemas is not None and len(rules.schemas) == len(gen.TOOLS)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+def test_the_builds_comparison_runs_each_build_in_turn(tmp_path: Path) -> None:
+    """benchmarks/builds.py, run for real: one build given twice, one round, in one process
+    (``--inline``): a table row per run and each build's median."""
+    gold = tmp_path / "gold.jsonl"
+    traces = tmp_path / "traces.jsonl"
+    gold.write_text(
+        "".join(
+            json.dumps({"trace_id": f"t{i}", "expected": [{"tool": "a"}]}) + "\n" for i in range(3)
+        )
+    )
+    traces.write_text(
+        "".join(json.dumps({"trace_id": f"t{i}", "tool": "a", "args": {}}) + "\n" for i in range(3))
+    )
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "builds.py"), str(gold), str(traces),
+         sys.executable, sys.executable, "--rounds", "1", "--inline"],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    rows = [line for line in out.splitlines() if line.startswith("| 1 |")]
+    assert len(rows) == 2 and all("| 3 |" in row for row in rows)  # 3 traces each
+    assert out.count("median") == 2 and "(1.00x the first)" in out
