@@ -3,9 +3,9 @@ record, and the gold ids never seen are gold without a trace."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 
+from ._sqlite import connect
 from .gold import GoldSpec, base_name, gold_ids
 from .records import TraceRecord
 from .regroup import ids_in
@@ -17,7 +17,7 @@ class _Seen:
     are kept as well, so gold used that way is not "gold without a trace"."""
 
     def __init__(self, path: str, by_base_name: bool = False) -> None:
-        self.conn = sqlite3.connect(path)
+        self.conn = connect(path)
         self.conn.execute("PRAGMA journal_mode=OFF")
         self.conn.execute("PRAGMA synchronous=OFF")
         self.conn.execute("CREATE TABLE seen (id TEXT PRIMARY KEY) WITHOUT ROWID")

@@ -149,9 +149,9 @@ def _url_is_dir(url: str, options: dict[str, Any]) -> bool:
 
 
 def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
-    import sqlite3  # here, for a keyed gold only (about 1 MB of RSS)
+    from ._sqlite import connect  # here, for a keyed gold only (sqlite3: about 1 MB of RSS)
 
-    conn = sqlite3.connect(db)
+    conn = connect(db)
     conn.execute("PRAGMA journal_mode=OFF")
     conn.execute("PRAGMA synchronous=OFF")
     conn.execute("CREATE TABLE gold (id TEXT PRIMARY KEY, body BLOB) WITHOUT ROWID")
@@ -267,9 +267,9 @@ class GoldLookup:
                 self._tmp = tempfile.mkdtemp(prefix="toolscore-gold-")
                 path = os.path.join(self._tmp, "gold.sqlite")
                 _index(spec.source, path, spec.key, dict(spec.storage_options))
-            import sqlite3  # here, for a keyed gold only (about 1 MB of RSS)
+            from ._sqlite import connect  # here, for a keyed gold only (sqlite3: about 1 MB)
 
-            self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            self._conn = connect(f"file:{path}?mode=ro", uri=True, cache_kib=None)
             if spec.body_bytes <= GOLD_IN_MEMORY:
                 self._bodies = _read_all(self._conn)
                 self._conn.close()
@@ -366,9 +366,9 @@ def gold_lookup(spec: GoldSpec) -> GoldLookup:
 def gold_ids(spec: GoldSpec) -> Iterator[str]:
     """Every gold entry's id (keyed) or name (dir), for "gold without a trace"."""
     if spec.kind == "keyed" and spec.path is not None:
-        import sqlite3  # here, for a keyed gold only (about 1 MB of RSS)
+        from ._sqlite import connect  # here, for a keyed gold only (sqlite3: about 1 MB)
 
-        conn = sqlite3.connect(f"file:{spec.path}?mode=ro", uri=True)
+        conn = connect(f"file:{spec.path}?mode=ro", uri=True)
         try:
             for (trace_id,) in conn.execute("SELECT id FROM gold ORDER BY id"):
                 yield trace_id

@@ -31,6 +31,7 @@ from typing import Any
 from ..limits import value_limit
 from ..redact import pii_redaction
 from ._feed import too_large
+from ._sqlite import connect
 from .gold import gold_lookup
 from .inputs import SNIFF_BYTES, Grouper, IdReader, Part, detect_key, iter_lines, open_lines
 from .records import TraceRecord, read_records, write_records
@@ -153,7 +154,7 @@ class Regroup:
 
     def _start(self, url: str, key: str | None) -> None:
         self._close_file()
-        self._db = sqlite3.connect(self._index)
+        self._db = connect(self._index)
         self._db.execute("PRAGMA journal_mode=OFF")
         self._db.execute("PRAGMA synchronous=OFF")
         self._db.execute("DROP TABLE IF EXISTS ids")
