@@ -17,7 +17,7 @@ from toolscore.baseline import (
     write_baseline,
 )
 from toolscore.calls import Finding
-from toolscore.dataset.records import TraceRecord, record_fields, record_line
+from toolscore.dataset.records import TraceRecord, record_fields, record_line, record_lines
 
 KEY = PLANTED["github_token"][0]
 OTHER = KEY[:12] + "Qq1Ww2Ee3R" + KEY[22:]  # another key with the same preview
@@ -91,3 +91,24 @@ def test_per_trace_records_redact_ids_names_and_files() -> None:
     assert record.trace_id == f"run-{KEY}"  # the record itself is untouched
     plain = TraceRecord(trace_id="t1", task="t", tools={"fetch": [1, 0, 0]})
     assert record_fields(plain)["tools"] is not None and record_fields(plain)["trace_id"] == "t1"
+
+
+def test_a_batch_of_record_lines_redacts_as_each_line_does() -> None:
+    """The driver writes a batch of records with one prefilter search for all of them: a key
+    in one record's id, task, file or tool name is redacted there, and the clean records of
+    the batch are written as they are, line for line what ``record_line`` gives."""
+    clean = [
+        TraceRecord(trace_id=f"t{i}", task="t", source="a.jsonl", tools={"fetch": [1, 0, 0]})
+        for i in range(3)
+    ]
+    dirty = [
+        TraceRecord(trace_id=f"run-{KEY}", task="t"),
+        TraceRecord(trace_id="t9", task=f"task-{KEY}"),
+        TraceRecord(trace_id="t8", task="t", source=f"traces/{KEY}.jsonl"),
+        TraceRecord(trace_id="t7", task="t", tools={f"send_{KEY}": [1, 0, 0]}),
+    ]
+    for batch in ([], clean, clean + dirty[:1], dirty + clean, dirty):
+        lines = record_lines(batch)
+        assert lines == b"".join(record_line(r) for r in batch)
+        assert_no_secrets(lines.decode())
+    assert record_lines(clean).count(b"\n") == 3
