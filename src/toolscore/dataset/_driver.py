@@ -36,6 +36,9 @@ from .worker import (
     run_part,
 )
 
+WORKER_MODULES = ("toolscore.dataset.worker", "toolscore.api")
+"""What a local pool's forkserver imports before it forks a worker."""
+
 
 def _gold_or_none(lookup: Any, gold_id: str) -> list[Any] | None:
     """A gold entry's calls (a gold file named ``gold_id`` in a directory too), or None
@@ -313,7 +316,7 @@ def _drive(
         on_retry=retried,
         here=_scattered_here(cfg),
         send=with_data,
-        preload=("toolscore.dataset.worker", "toolscore.api"),
+        preload=WORKER_MODULES,
         setup=_leave_signals_to_the_driver,
         stop=stopping,
     )

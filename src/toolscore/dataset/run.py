@@ -29,13 +29,14 @@ from ..api import read_rules
 from ..errors import UsageError
 from ..limits import ReadLimits, read_limits, reading_limits, value_limit
 from ..limits import max_value_bytes as active_limit
+from ..parts.engine import start_early
 from ..redact import active_pii, pii_kinds
 from ..result import normalize_weights
 from ..sources.detect import check_format
 from ._dask import connect, workers_ignore_sigint
 from ._dask import with_data as with_data
 from ._dask import workers_share as workers_share
-from ._driver import _drive
+from ._driver import WORKER_MODULES, _drive
 from ._files import out_of_space
 from ._per_trace import _Writer as _Writer
 from ._result import DatasetResult as DatasetResult
@@ -174,6 +175,8 @@ def evaluate_dataset(
     options = dict(storage_options or {})
     limits = limits or read_limits()
     started = time.perf_counter()
+    if engine == "local" and client is None and scheduler is None and _pool_size(workers) > 1:
+        start_early(WORKER_MODULES)  # (its imports overlap the gold's reading)
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
     own_client: Any = None
     shared: str | None = None
@@ -323,8 +326,13 @@ def part_size(
     :data:`MIN_PART_BYTES` up to :data:`~.inputs.PART_BYTES`), not read by one process."""
     if client is not None or scheduler is not None or engine != "local":
         return PART_BYTES
-    count = workers or os.cpu_count() or 1
+    count = _pool_size(workers)
     if count <= 1:
         return PART_BYTES
     biggest = max((item.size for item in inputs), default=0)
     return max(MIN_PART_BYTES, min(PART_BYTES, biggest // (4 * count)))
+
+
+def _pool_size(workers: int | None) -> int:
+    """The processes a local pool of ``workers`` has (None: one a core)."""
+    return workers or os.cpu_count() or 1
