@@ -175,7 +175,7 @@ def evaluate_dataset(
     options = dict(storage_options or {})
     limits = limits or read_limits()
     started = time.perf_counter()
-    if engine == "local" and client is None and scheduler is None and _pool_size(workers) > 1:
+    if engine == "local" and client is None and scheduler is None and _pooled(traces, workers):
         start_early(WORKER_MODULES)  # (its imports overlap the gold's reading)
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
     own_client: Any = None
@@ -336,3 +336,18 @@ def part_size(
 def _pool_size(workers: int | None) -> int:
     """The processes a local pool of ``workers`` has (None: one a core)."""
     return workers or os.cpu_count() or 1
+
+
+def _pooled(traces: str, workers: int | None) -> bool:
+    """Whether a local run is likely to cut ``traces`` into parts for a pool: a local file of
+    at least two of the smallest parts, and more than one worker. Only then is the pool's
+    forkserver started before the gold is read (a small run stays in this process: a server
+    started for it would import for nothing, some 0.4 s of CPU; so would one for a large
+    file read whole, compressed or interleaved). A directory, a glob or a URL is not
+    measured here: its pool starts when its first part does."""
+    if _pool_size(workers) <= 1:
+        return False
+    try:
+        return os.path.isfile(traces) and os.path.getsize(traces) >= 2 * MIN_PART_BYTES
+    except (OSError, TypeError, ValueError):
+        return False
