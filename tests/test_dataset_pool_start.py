@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolscore.dataset.run import MIN_PART_BYTES, _pooled
+from toolscore.dataset.run import MIN_PART_BYTES, likely_pooled
 
 _CHILD = """
 import os, sys
@@ -63,9 +63,9 @@ def test_only_a_file_of_two_parts_or_more_with_two_workers_starts_the_pool_early
     _, small = _dataset(tmp_path, 20)
     large = tmp_path / "large.jsonl"
     large.write_bytes(b"\n" * (2 * MIN_PART_BYTES))
-    assert not _pooled(str(small), 2)
-    assert _pooled(str(large), 2)
-    assert not _pooled(str(large), 1)  # one worker: the run stays in this process
-    assert not _pooled(str(tmp_path), 2)  # a directory is not measured
-    assert not _pooled(str(tmp_path / "*.jsonl"), 2)
-    assert not _pooled("s3://bucket/traces.jsonl", 2)
+    assert not likely_pooled(str(small), 2)
+    assert likely_pooled(str(large), 2)
+    assert not likely_pooled(str(large), 1)  # one worker: the run stays in this process
+    assert not likely_pooled(str(tmp_path), 2)  # a directory is not measured
+    assert not likely_pooled(str(tmp_path / "*.jsonl"), 2)
+    assert not likely_pooled("s3://bucket/traces.jsonl", 2)

@@ -175,8 +175,9 @@ def evaluate_dataset(
     options = dict(storage_options or {})
     limits = limits or read_limits()
     started = time.perf_counter()
-    if engine == "local" and client is None and scheduler is None and _pooled(traces, workers):
-        start_early(WORKER_MODULES)  # (its imports overlap the gold's reading)
+    if engine == "local" and client is None and scheduler is None:
+        if likely_pooled(traces, workers):
+            start_early(WORKER_MODULES)  # (its imports overlap the gold's reading)
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
     own_client: Any = None
     shared: str | None = None
@@ -338,7 +339,7 @@ def _pool_size(workers: int | None) -> int:
     return workers or os.cpu_count() or 1
 
 
-def _pooled(traces: str, workers: int | None) -> bool:
+def likely_pooled(traces: str, workers: int | None) -> bool:
     """Whether a local run is likely to cut ``traces`` into parts for a pool: a local file of
     at least two of the smallest parts, and more than one worker. Only then is the pool's
     forkserver started before the gold is read (a small run stays in this process: a server
