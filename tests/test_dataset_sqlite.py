@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from toolscore.dataset._sqlite import CACHE_KIB, connect
+from toolscore.dataset._sqlite import CACHE_KIB, connect, scratch
 
 
 def test_connections_take_the_small_page_cache_unless_asked_otherwise(tmp_path: Path) -> None:
@@ -22,3 +22,11 @@ def test_connections_take_the_small_page_cache_unless_asked_otherwise(tmp_path: 
     assert kept.execute("SELECT count(*) FROM t").fetchone()[0] == 1000
     small.close()
     kept.close()
+
+
+def test_a_working_file_has_no_journal_and_no_sync(tmp_path: Path) -> None:
+    conn = scratch(str(tmp_path / "w.sqlite"))
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "off"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 0
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
+    conn.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ._sqlite import connect
+from ._sqlite import scratch
 from .gold import GoldSpec, base_name, gold_ids
 from .records import TraceRecord
 from .regroup import ids_in
@@ -17,9 +17,7 @@ class _Seen:
     are kept as well, so gold used that way is not "gold without a trace"."""
 
     def __init__(self, path: str, by_base_name: bool = False) -> None:
-        self.conn = connect(path)
-        self.conn.execute("PRAGMA journal_mode=OFF")
-        self.conn.execute("PRAGMA synchronous=OFF")
+        self.conn = scratch(path)
         self.conn.execute("CREATE TABLE seen (id TEXT PRIMARY KEY) WITHOUT ROWID")
         self.by_base_name = by_base_name
         self.used = False

@@ -22,3 +22,12 @@ def connect(
     if cache_kib is not None:
         conn.execute(f"PRAGMA cache_size=-{cache_kib}")
     return conn
+
+
+def scratch(path: str) -> sqlite3.Connection:
+    """A connection to one of the run's own working files (:func:`connect`), written without
+    a journal or a sync: the run makes it again rather than recover it."""
+    conn = connect(path)
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    return conn

@@ -37,7 +37,7 @@ import msgspec
 from ..calls import Finding, FindingValues, Location
 from ..errors import UsageError
 from ..sanitize import shown
-from ._sqlite import connect
+from ._sqlite import scratch
 
 if TYPE_CHECKING:
     from ..baseline import Comparison, TraceSummary
@@ -235,9 +235,7 @@ class DatasetCi:
         self._base_count = 0
         try:
             if options.baseline or options.save_baseline:
-                self._db = connect(os.path.join(self._work, "baseline.sqlite"))
-                self._db.execute("PRAGMA journal_mode=OFF")
-                self._db.execute("PRAGMA synchronous=OFF")
+                self._db = scratch(os.path.join(self._work, "baseline.sqlite"))
                 self._db.execute("CREATE TABLE cur (id TEXT PRIMARY KEY, s TEXT) WITHOUT ROWID")
                 self._db.execute("CREATE TABLE base (id TEXT PRIMARY KEY, s TEXT) WITHOUT ROWID")
             if options.baseline:

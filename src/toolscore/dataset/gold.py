@@ -149,11 +149,9 @@ def _url_is_dir(url: str, options: dict[str, Any]) -> bool:
 
 
 def _index(gold: str, db: str, key: str, options: dict[str, Any]) -> GoldSpec:
-    from ._sqlite import connect  # here, for a keyed gold only (sqlite3: about 1 MB of RSS)
+    from ._sqlite import scratch  # here, for a keyed gold only (sqlite3: about 1 MB of RSS)
 
-    conn = connect(db)
-    conn.execute("PRAGMA journal_mode=OFF")
-    conn.execute("PRAGMA synchronous=OFF")
+    conn = scratch(db)
     conn.execute("CREATE TABLE gold (id TEXT PRIMARY KEY, body BLOB) WITHOUT ROWID")
     problems: list[str] = []
     unusable = 0

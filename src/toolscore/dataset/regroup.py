@@ -31,7 +31,7 @@ from typing import Any
 from ..limits import value_limit
 from ..redact import pii_redaction
 from ._feed import too_large
-from ._sqlite import connect
+from ._sqlite import scratch
 from .gold import gold_lookup
 from .inputs import SNIFF_BYTES, Grouper, IdReader, Part, detect_key, iter_lines, open_lines
 from .records import TraceRecord, read_records, write_records
@@ -154,9 +154,7 @@ class Regroup:
 
     def _start(self, url: str, key: str | None) -> None:
         self._close_file()
-        self._db = connect(self._index)
-        self._db.execute("PRAGMA journal_mode=OFF")
-        self._db.execute("PRAGMA synchronous=OFF")
+        self._db = scratch(self._index)
         self._db.execute("DROP TABLE IF EXISTS ids")
         self._db.execute("CREATE TABLE ids (id TEXT PRIMARY KEY) WITHOUT ROWID")
         self._spool = open(os.path.join(self.work, "regroup.held"), "w+b")
