@@ -40,16 +40,10 @@ ONE_PER_LINE = 64
 its records on one line (a JSON array's items, in one C call: 0.4 us a call less)."""
 
 
-def _fields(is_error: Any, error: Any) -> tuple[bool | None, Any]:
-    """A call's ``(is_error, error)`` as the failure rules read them, as Toolscore reads a
-    call's dict (:func:`toolscore.gold.calls_from_dicts`): a bool ``error`` is the flag, another
-    truthy one sets it too, and a bool ``is_error`` has the last word."""
-    if error is _UNSET or isinstance(error, bool):
-        flag = None if error is _UNSET else error
-        error = None
-    else:
-        flag = True if error else None
-    return (is_error if isinstance(is_error, bool) else flag), error
+def _error(raw: Any) -> Any:
+    """A call's ``error`` as the failure rules read it (None where it has none): as the file
+    gives it, as the item path's ``metadata`` holds it."""
+    return None if raw is _UNSET else raw
 
 
 class CustomBlock(Columns):
@@ -125,7 +119,7 @@ class CustomBlock(Columns):
         errors = self._raw_errors()
         found: dict[int, str] = {}
         for i in sorted({*compress(positions, errors), *compress(positions, flags)}):
-            why = rules.of(*_fields(flags[i], errors[i]), None)
+            why = rules.of(flags[i], _error(errors[i]), None)
             if why is not None:
                 found[i] = why
         if rules.reads_results:
@@ -138,7 +132,7 @@ class CustomBlock(Columns):
                 raws_left = raws
             for k in raw_candidates(raws_left, rules):
                 i = rest[k]
-                why = rules.of(*_fields(flags[i], errors[i]), msgspec.json.decode(raws[i]))
+                why = rules.of(flags[i], _error(errors[i]), msgspec.json.decode(raws[i]))
                 if why is not None:
                     found[i] = why
             if len(found) > 1:
