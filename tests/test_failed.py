@@ -194,17 +194,6 @@ _results = st.one_of(
 )
 
 
-def _flag_and_error(call: dict[str, Any]) -> tuple[bool | None, str | None]:
-    """How a call given as a dict (``evaluate()``) has its failure fields read, as Toolscore
-    1.10's ``_call_metadata`` does: a bool ``error`` is the flag, another truthy one sets it
-    (and is the error text), a bool ``is_error`` has the last word. A trace file's fields are
-    read as they are (1.10's ``evaluate_trace``)."""
-    is_error, error = call.get("is_error"), call.get("error")
-    flag = error if isinstance(error, bool) else (True if error else None)
-    text = str(error) if error and not isinstance(error, bool) else None
-    return (is_error if isinstance(is_error, bool) else flag), text
-
-
 _flags = st.fixed_dictionaries(
     {},
     optional={
@@ -225,19 +214,17 @@ def test_the_raw_prefilter_misses_no_failure(
     tmp_path_factory: Any, results: list[Any], removed: set[str]
 ) -> None:
     """A trace file's decoded block (raw results, prefiltered in RE2, the flagged calls
-    decided first) fails the calls that the rules fail with every field read as the file gives
-    it, and the same calls in memory (each result checked) those the rules fail with the
-    flag read as a dict's is, whichever default rules are removed."""
+    decided first) and the same calls given as dicts (each result checked) fail the calls that
+    the rules fail with every field read as given, whichever default rules are removed."""
     calls = [{"tool": f"t{i}", "result": r, **flags} for i, (r, flags) in enumerate(results)]
     trace = tmp_path_factory.mktemp("trace") / "trace.jsonl"
     trace.write_text("".join(json.dumps(c) + "\n" for c in calls))
     rules = failure_rules({"remove": sorted(removed)})
-    as_filed = [rules.of(c.get("is_error"), c.get("error"), c.get("result")) for c in calls]
-    as_dicts = [rules.of(*_flag_and_error(c), c.get("result")) for c in calls]
+    expected = [rules.of(c.get("is_error"), c.get("error"), c.get("result")) for c in calls]
     section = {"failures": {"remove": sorted(removed)}}
-    for result, expected in (
-        (toolscore.evaluate_trace([], trace, rules=section), as_filed),
-        (toolscore.evaluate([], calls, rules=section), as_dicts),
+    for result in (
+        toolscore.evaluate_trace([], trace, rules=section),
+        toolscore.evaluate([], calls, rules=section),
     ):
         failed = {f.call_index: f.message for f in result.findings if f.kind == "failed_call"}
         assert sorted(failed) == [i for i, why in enumerate(expected) if why is not None]

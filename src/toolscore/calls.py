@@ -97,9 +97,10 @@ class ToolCall:
 
     @property
     def error(self) -> str | None:
-        """The recorded error message, or ``None`` (also when ``error`` is a bool)."""
+        """The recorded error message, or ``None`` (also when ``error`` is a bool or falsy: no
+        error by the failure rules)."""
         err = self.metadata.get("error") if self.metadata else None
-        if err is None or isinstance(err, bool):
+        if not err or isinstance(err, bool):
             return None
         return err if isinstance(err, str) else str(err)
 

@@ -247,23 +247,20 @@ def side_effect_note(gold: Iterable[ToolCall], validated: Any = None) -> str | N
 
 
 def _metadata(item: dict[str, Any]) -> dict[str, Any]:
-    """Toolscore's ``_call_metadata``: ``metadata``, ``id``, ``error``, then ``is_error``."""
+    """A call dict's ``metadata``, then its ``id``, ``error`` and ``is_error`` as the dict gives
+    them: read by the failure rules as a trace file's fields are (:mod:`toolscore.failed`)."""
     metadata: dict[str, Any] = {}
     extra = item.get("metadata")
     if isinstance(extra, dict):
         metadata.update(extra)
-    if item.get("id") is not None:
-        metadata["id"] = item["id"]
-    error = item.get("error")
-    if isinstance(error, bool):
-        metadata["is_error"] = error
-    elif error:
-        metadata["error"] = str(error)
-        metadata["is_error"] = True
-    is_error = item.get("is_error")
-    if isinstance(is_error, bool):
-        metadata["is_error"] = is_error
+    for key in _RECORDED:
+        value = item.get(key)
+        if value is not None:
+            metadata[key] = value
     return metadata
+
+
+_RECORDED = ("id", "error", "is_error")
 
 
 def _from_dicts(items: Iterable[Any], start: int, gold: bool = False) -> list[ToolCall]:
@@ -336,7 +333,7 @@ def gold_from_dicts(items: Iterable[Any]) -> list[ToolCall]:
     copy of ``items``, not ``items`` itself. The list is shared: read it, never change it.
 
     Copies ``tool``, ``args`` (``None`` kept), ``result``, ``timestamp``, ``duration`` and
-    ``cost``; ``metadata`` is built as Toolscore's ``_call_metadata`` does.
+    ``cost``; ``metadata`` holds the dict's ``metadata``, ``id``, ``error`` and ``is_error``.
 
     Raises:
         UsageError: (a ``ValueError``) ``Item at index {i} is not a dict`` / ``... is missing
@@ -391,9 +388,8 @@ def _json_key(items: Any) -> bytes | None:
 
 
 def calls_from_dicts(items: Iterable[Any], *, start: int = 0) -> list[ToolCall]:
-    """Actual calls given as dicts, with Toolscore's in-memory failure fields: a bool
-    ``error`` sets ``is_error``; another truthy ``error`` becomes ``error=str(error)`` and
-    ``is_error=True``; a bool ``is_error`` then overrides ``is_error``.
+    """Actual calls given as dicts; their ``error`` and ``is_error`` are read as a trace
+    file's are (a truthy ``error`` or ``is_error: true`` fails the call, each by its own rule).
 
     Args:
         items: the call dicts.

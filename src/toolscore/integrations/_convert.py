@@ -70,10 +70,9 @@ def call_to_dict(call: ToolCall) -> dict[str, Any]:
     md = call.metadata
     if call.result is not None:
         out["result"] = call.result
-    if "is_error" in md or "error" in md:
-        out["is_error"] = call.is_error
-        if call.error is not None:
-            out["error"] = call.error
+    for key in ("is_error", "error"):  # as recorded: the failure rules read them alike
+        if md.get(key) is not None:
+            out[key] = md[key]
     if call.duration is not None:
         out["duration"] = call.duration
     if md.get("id") is not None:

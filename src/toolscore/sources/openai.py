@@ -14,9 +14,8 @@ Lines with one of these per line.
 * Results: a ``tool`` message's ``content`` is the result of the call with its
   ``tool_call_id`` (a list of content parts becomes its text); a legacy ``function`` message
   answers the last waiting ``function_call`` of that name. A result text starting with
-  ``Error`` is *not* a failure by itself; explicit markers on the result message are read with
-  Toolscore's in-memory rules: ``error`` (a bool sets ``is_error``; another truthy value is
-  the error) and then a boolean ``is_error``.
+  ``Error`` is *not* a failure by itself; explicit markers on the result message, ``error`` and
+  ``is_error``, are kept as given and read by the failure rules as any trace's are.
 * A call whose result never arrives is complete (without a result) at the end of the input.
 """
 
@@ -140,15 +139,10 @@ class OpenAIDialect(MessagesDialect):
             return
         call.result = content_text(msg.get("content"))
         metadata = call.metadata
-        error = msg.get("error")
-        if isinstance(error, bool):
-            metadata["is_error"] = error
-        elif error:
-            metadata["error"] = error
-            metadata["is_error"] = True
-        is_error = msg.get("is_error")
-        if isinstance(is_error, bool):
-            metadata["is_error"] = is_error
+        for key in ("error", "is_error"):
+            value = msg.get(key)
+            if value is not None:
+                metadata[key] = value
         self.complete(call, out)
 
 
