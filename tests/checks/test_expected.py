@@ -302,7 +302,24 @@ def ref_metrics(gold: list[ToolCall], trace: list[ToolCall], strict: bool = Fals
 # -- strategies -----------------------------------------------------------------------------
 
 TOOLS = ["a", "b", "c"]
-VALUES = [1, 1.0, 2, "1", " v", "v", "v\n", "xv", "", True, None, [1], {"k": 1}]
+VALUES = [
+    1,
+    1.0,
+    2,
+    2**53,
+    2**53 + 1,
+    -(2**53) - 1,
+    "1",
+    " v",
+    "v",
+    "v\n",
+    "xv",
+    "",
+    True,
+    None,
+    [1],
+    {"k": 1},
+]
 
 
 def arg_dicts(keys: list[str] = ["x", "y", "z"]) -> st.SearchStrategy[dict[str, Any]]:  # noqa: B006
@@ -716,9 +733,29 @@ def test_pairing_beyond_twelve_equals_exact_search(
 def test_batching_does_not_matter(
     gold: list[ToolCall], trace: list[ToolCall], sizes: list[int]
 ) -> None:
-    whole = run(gold, copies(trace)).metrics()
-    assert run(gold, copies(trace), sizes=[1] * len(trace)).metrics() == whole
-    assert run(gold, copies(trace), sizes=sizes).metrics() == whole
+    one = run(gold, copies(trace))
+    whole = (one.metrics(), one.pairing())
+    for cut in ([1] * len(trace), sizes):  # each batch's calls kept a call at a time, or at once
+        check = run(gold, copies(trace), sizes=cut)
+        assert (check.metrics(), check.pairing()) == whole
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    calls_strategy(4, ["a"]),
+    st.lists(st.one_of(st.none(), arg_dicts()), min_size=17, max_size=40),
+    st.lists(st.integers(0, 30), max_size=3),
+)
+def test_many_new_candidates_at_once_keep_what_one_at_a_time_keeps(
+    gold: list[ToolCall], args: list[Any], sizes: list[int]
+) -> None:
+    """Past 16 new candidates for a gold group in one batch they are sorted in at once; one
+    call a batch inserts each in place: the same pairing and metrics."""
+    trace = [call("a", a) for a in args]
+    one = run(gold, copies(trace), sizes=[1] * len(trace))
+    for cut in (None, sizes):
+        check = run(gold, copies(trace), sizes=cut)
+        assert (check.metrics(), check.pairing()) == (one.metrics(), one.pairing())
 
 
 @settings(max_examples=100, deadline=None)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
 from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 from ..._exact import SUM_CHUNK
@@ -27,6 +28,12 @@ from .sequence import IdLog, distance_tracker
 from .state import ExpectedPlan, ExpectedState, StatsAdder, step_detail
 
 __all__ = ["ExpectedCheck", "expected_check"]
+
+_weight = itemgetter(0)
+_ONE_BY_ONE = 16
+"""Up to this many new candidates for a gold group, each is inserted in place; more are
+sorted in with the kept ones at once (2,000 golds of one tool, each offered 2,000 calls:
+6.2 s inserted one at a time, 3.6 s sorted in)."""
 
 
 class ExpectedCheck(BaseCheck):
@@ -202,7 +209,7 @@ class ExpectedCheck(BaseCheck):
                 if dicts is None:
                     dicts = [a if isinstance(a, dict) else NO_ARGS for a in targs]
                 weights = call_weights(group.items, dicts, self.strict)
-            offered: Iterable[int]
+            offered: Sequence[int]
             if len(cands) < k:
                 offered = range(len(where))
             elif weights is None:
@@ -210,15 +217,29 @@ class ExpectedCheck(BaseCheck):
             else:  # only a call weighing more than the worst kept one can get in
                 worst = cands[-1][0]
                 offered = [j for j, w in enumerate(weights) if w > worst]
-            for j in offered:
-                w = 0 if weights is None else weights[j]
-                if len(cands) >= k and w <= cands[-1][0]:
-                    continue
-                # after every kept candidate of weight >= w (they all come earlier)
-                i = bisect.bisect_right(cands, -w, key=neg_weight)
-                cands.insert(i, (w, pos + where[j], arg_count(targs[j], group.optional)))
-                if len(cands) > k:
-                    cands.pop()
+            optional = group.optional
+            if len(offered) <= max(len(cands), _ONE_BY_ONE):
+                for j in offered:
+                    w = 0 if weights is None else weights[j]
+                    if len(cands) >= k and w <= cands[-1][0]:
+                        continue
+                    # after every kept candidate of weight >= w (they all come earlier)
+                    i = bisect.bisect_right(cands, -w, key=neg_weight)
+                    cands.insert(i, (w, pos + where[j], arg_count(targs[j], optional)))
+                    if len(cands) > k:
+                        cands.pop()
+            else:  # more new than kept: the same k best, ties in arrival order, by a stable
+                # sort (the kept ones come before the batch's, the batch's in order)
+                cands.extend(
+                    (
+                        0 if weights is None else weights[j],
+                        pos + where[j],
+                        arg_count(targs[j], optional),
+                    )
+                    for j in offered
+                )
+                cands.sort(key=_weight, reverse=True)
+                del cands[k:]
             if len(cands) >= k and cands[-1][0] >= top:
                 saturated += 1
         return saturated < len(groups)

@@ -167,6 +167,14 @@ def key_hits(expected: Any, values: list[Any], strict: bool) -> list[int]:
             for v in values
         ]
     cls = expected.__class__
+    if cls is int and -_EXACT_FLOAT_INT < expected < _EXACT_FLOAT_INT:
+        # another int equals it as a float only when it equals it: no need to ask
+        return [
+            (1 if v == expected else 0)
+            if v.__class__ is int
+            else (1 if v is not MISSING and compare_values(expected, v) else 0)
+            for v in values
+        ]
     return [
         1
         if v is not MISSING
@@ -175,6 +183,9 @@ def key_hits(expected: Any, values: list[Any], strict: bool) -> list[int]:
         for v in values
     ]
 
+
+_EXACT_FLOAT_INT = 2**53
+"""Ints below this in size are exact as floats."""
 
 ROW_WEIGHTS_MAX = 16
 """Up to this many calls, :func:`call_weights` goes a call at a time: a column's lists and
