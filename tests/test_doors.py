@@ -49,7 +49,13 @@ _args = st.dictionaries(
 _gold_call = st.fixed_dictionaries({"tool": st.sampled_from(TOOLS), "args": _args})
 _call = st.fixed_dictionaries(
     {"tool": st.sampled_from(TOOLS), "args": _args},
-    optional={"is_error": st.booleans()},
+    optional={  # every way a call is read as failed, and as not
+        "is_error": st.sampled_from((True, False, "yes")),
+        "error": st.sampled_from(("boom", "", True, False, 0, {"code": 1})),
+        "result": st.sampled_from(
+            ("ok", "Error: no", {"status": 500}, {"error": "x"}, {"success": False}, {"n": 1})
+        ),
+    },
 )
 _file_rules = st.fixed_dictionaries(
     {},
@@ -58,6 +64,9 @@ _file_rules = st.fixed_dictionaries(
             st.fixed_dictionaries({"tool": st.sampled_from(TOOLS)}), min_size=0, max_size=2
         ),
         "max_calls": st.integers(1, 4),
+        "failures": st.fixed_dictionaries(
+            {"remove": st.lists(st.sampled_from(("is_error", "error", "result.status")))}
+        ),
     },
 )
 _line_rules = st.fixed_dictionaries(
@@ -82,6 +91,8 @@ def _same(got: Verdict, want: Verdict, door: str) -> None:
     assert got.score is not None and want.score is not None, door
     assert abs(got.score - want.score) <= 1e-9, door
     assert got.violations.total == want.violations.total, (door, got, want)
+    # (the share of required calls made without failing: the failed-call reading's)
+    assert got.required_call_recall == want.required_call_recall, (door, got, want)
     assert got.passed == want.passed, (door, got, want)
 
 
