@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .columns import Columns
     from .errors import InputError
 
-__all__ = ["Batch", "ExpectedCall", "Finding", "Location", "Severity", "ToolCall"]
+__all__ = ["Batch", "ExpectedCall", "Finding", "Location", "Severity", "ToolCall", "error_text"]
 
 _FORMATTER = Formatter()
 
@@ -97,12 +97,16 @@ class ToolCall:
 
     @property
     def error(self) -> str | None:
-        """The recorded error message, or ``None`` (also when ``error`` is a bool or falsy: no
-        error by the failure rules)."""
-        err = self.metadata.get("error") if self.metadata else None
-        if not err or isinstance(err, bool):
-            return None
-        return err if isinstance(err, str) else str(err)
+        """The recorded error message (:func:`error_text`)."""
+        return error_text(self.metadata.get("error") if self.metadata else None)
+
+
+def error_text(err: Any) -> str | None:
+    """A call's recorded ``error`` as a message: ``None`` when it is missing, a bool or falsy
+    (no error by the failure rules), else the text (a non-string as ``str()`` gives it)."""
+    if not err or isinstance(err, bool):
+        return None
+    return err if isinstance(err, str) else str(err)
 
 
 # Gold calls use the same record; the alias documents intent at call sites.

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from toolscore import evaluate_trace
@@ -111,6 +111,9 @@ def _evaluate(path: Path, tmp: Path, *, blocks: bool) -> tuple[dict[str, Any], A
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(lines=st.lists(line, min_size=1, max_size=25), chunk=st.sampled_from([64, 300, 1 << 20]))
+@example(  # a falsy error on a failed call: no error text either way
+    lines=['{"tool":"search","args":{},"id":"c1","is_error":true,"error":0}'], chunk=64
+)
 def test_blocks_read_what_items_read(tmp_path: Path, lines: list[str], chunk: int) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

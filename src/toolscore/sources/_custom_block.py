@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from ..calls import Location, ToolCall
+from ..calls import Location, ToolCall, error_text
 from ..columns import Columns
 from ..failed import FailureRules, raw_candidates
 from ..records import CallRecord
@@ -140,10 +140,7 @@ class CustomBlock(Columns):
         return list(found.items())
 
     def error(self, i: int) -> str | None:
-        err = self._items[i].error
-        if err is _UNSET or err is None or isinstance(err, bool):
-            return None
-        return err if isinstance(err, str) else str(err)
+        return error_text(self._items[i].error)  # (UNSET is falsy)
 
     def durations(self) -> list[float]:
         return list(filter(None, self._raw_durations()))
