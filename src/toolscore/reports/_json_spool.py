@@ -8,7 +8,7 @@ import os
 import tempfile
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import IO, Any
+from typing import IO
 
 import orjson
 
@@ -61,9 +61,6 @@ class _LineSpool(_Closing):
         """Spool records given as JSON texts (no newline inside), each followed by the
         separator."""
         self.count += write_joined(self._write, records, self.separator)
-
-    def _append(self, records: list[Any]) -> None:
-        self._write_each(map(dumps, records))
 
     def _write_each(self, texts: Iterable[bytes]) -> None:
         """Spool records made one at a time, each followed by the separator."""
