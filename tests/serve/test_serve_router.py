@@ -15,6 +15,7 @@ from _server import serve
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
 from toolscore.serve.sessions import Limits
 
@@ -56,6 +57,18 @@ def router(backends: list[str]) -> Iterator[str]:
         yield url
 
 
+class _AlternatingParity(RandomIdGenerator):
+    """Random trace ids, odd and even in turn: the router sends each instance half of them
+    (eight random ids all of one parity, 1 run in 128, left one instance without a span)."""
+
+    def __init__(self) -> None:
+        self._n = 0
+
+    def generate_trace_id(self) -> int:
+        self._n += 1
+        return (super().generate_trace_id() & ~1) | (self._n % 2)
+
+
 def test_two_instances_each_evaluate_whole_sessions(tmp_path: Path) -> None:
     records = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     expected: dict[str, int] = {}
@@ -65,7 +78,7 @@ def test_two_instances_each_evaluate_whole_sessions(tmp_path: Path) -> None:
             for path in records
         ]
         url = stack.enter_context(router([s.url for s in servers]))
-        provider = TracerProvider()
+        provider = TracerProvider(id_generator=_AlternatingParity())
         provider.add_span_processor(BatchSpanProcessor(exporter(url), schedule_delay_millis=50))
         tracer = provider.get_tracer("agents")
         for i in range(8):  # the traces' spans interleave in the exporter's batches
