@@ -192,17 +192,16 @@ def raw_candidates(raws: Sequence[Any], rules: FailureRules) -> list[int]:
         return []
     # joined as they are: a needle across two results only adds a candidate, never hides one
     joined = b"".join(raws)
-    found = [pattern for pattern in _HINTS if pattern.search(joined) is not None]
-    if not found:
-        return []
-    ends = list(accumulate(map(len, raws)))  # each result's end
+    ends: list[int] = []  # each result's end, once a hit needs them
     out: set[int] = set()
-    for pattern in found:
-        at = 0
-        while (hit := pattern.search(joined, at)) is not None:
+    for pattern in _HINTS:
+        hit = pattern.search(joined)
+        while hit is not None:
+            if not ends:
+                ends = list(accumulate(map(len, raws)))
             k = bisect_right(ends, hit.start())
             out.add(k)
-            at = ends[k]  # on from the next result
+            hit = pattern.search(joined, ends[k])  # on from the next result
     return sorted(out)
 
 
