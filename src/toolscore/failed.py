@@ -48,13 +48,29 @@ from .patterns import PatternTimeout
 
 __all__ = [
     "DEFAULT_FAILURES",
+    "FAILURE_FIELDS",
     "RESULT_RULES",
     "FailureRules",
     "failure_of",
     "failure_rules",
     "failures_of",
+    "keep_failure_fields",
     "raw_candidates",
 ]
+
+FAILURE_FIELDS = ("error", "is_error")
+"""A call's own fields that the rules ``error`` and ``is_error`` read."""
+
+
+def keep_failure_fields(source: Mapping[str, Any], into: dict[str, Any]) -> None:
+    """Copy :data:`FAILURE_FIELDS` from ``source`` into ``into`` as given (a missing or null
+    one is left out): how every reader of calls keeps them, so the rules read them alike
+    whichever door a call came through."""
+    for key in FAILURE_FIELDS:
+        value = source.get(key)
+        if value is not None:
+            into[key] = value
+
 
 RESULT_RULES = (
     "result.error",

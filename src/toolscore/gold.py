@@ -27,6 +27,7 @@ import orjson
 
 from .calls import ToolCall
 from .errors import GoldFileError, UsageError
+from .failed import keep_failure_fields
 from .hardrules.spec import load_gold_rules
 from .jsonfile import read_json, with_position
 from .matchers import OneOf
@@ -253,14 +254,10 @@ def _metadata(item: dict[str, Any]) -> dict[str, Any]:
     extra = item.get("metadata")
     if isinstance(extra, dict):
         metadata.update(extra)
-    for key in _RECORDED:
-        value = item.get(key)
-        if value is not None:
-            metadata[key] = value
+    if item.get("id") is not None:
+        metadata["id"] = item["id"]
+    keep_failure_fields(item, metadata)
     return metadata
-
-
-_RECORDED = ("id", "error", "is_error")
 
 
 def _from_dicts(items: Iterable[Any], start: int, gold: bool = False) -> list[ToolCall]:

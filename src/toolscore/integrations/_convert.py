@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..calls import Batch, Location, ToolCall
+from ..failed import keep_failure_fields
 from ..sources._base import Dialect
 
 __all__ = ["call_to_dict", "run_dialect"]
@@ -70,9 +71,7 @@ def call_to_dict(call: ToolCall) -> dict[str, Any]:
     md = call.metadata
     if call.result is not None:
         out["result"] = call.result
-    for key in ("is_error", "error"):  # as recorded: the failure rules read them alike
-        if md.get(key) is not None:
-            out[key] = md[key]
+    keep_failure_fields(md, out)
     if call.duration is not None:
         out["duration"] = call.duration
     if md.get("id") is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..calls import Batch, Location, ToolCall
+from ..failed import keep_failure_fields
 from ._base import MessagesDialect
 from ._util import content_text, located_finding, parse_arguments
 from .detect import Shape, line_messages
@@ -138,11 +139,7 @@ class OpenAIDialect(MessagesDialect):
         if call is None:
             return
         call.result = content_text(msg.get("content"))
-        metadata = call.metadata
-        for key in ("error", "is_error"):
-            value = msg.get(key)
-            if value is not None:
-                metadata[key] = value
+        keep_failure_fields(msg, call.metadata)
         self.complete(call, out)
 
 
