@@ -175,9 +175,8 @@ def evaluate_dataset(
     options = dict(storage_options or {})
     limits = limits or read_limits()
     started = time.perf_counter()
-    if engine == "local" and client is None and scheduler is None:
-        if likely_pooled(traces, workers):
-            start_early(WORKER_MODULES)  # (its imports overlap the gold's reading)
+    if _local_pool(engine, client, scheduler) and likely_pooled(traces, workers):
+        start_early(WORKER_MODULES)  # (its imports overlap the gold's reading)
     work = tempfile.mkdtemp(prefix="toolscore-dataset-", dir=workdir)
     own_client: Any = None
     shared: str | None = None
@@ -325,13 +324,18 @@ def part_size(
     """The byte-range size that gives every worker of a pool work: a file of thousands of
     small traces, a few MB in all, is cut into about four ranges per worker (from
     :data:`MIN_PART_BYTES` up to :data:`~.inputs.PART_BYTES`), not read by one process."""
-    if client is not None or scheduler is not None or engine != "local":
+    if not _local_pool(engine, client, scheduler):
         return PART_BYTES
     count = _pool_size(workers)
     if count <= 1:
         return PART_BYTES
     biggest = max((item.size for item in inputs), default=0)
     return max(MIN_PART_BYTES, min(PART_BYTES, biggest // (4 * count)))
+
+
+def _local_pool(engine: str, client: Any, scheduler: str | None) -> bool:
+    """Whether the run's parts go to this machine's process pool (not Dask, not inline)."""
+    return engine == "local" and client is None and scheduler is None
 
 
 def _pool_size(workers: int | None) -> int:
