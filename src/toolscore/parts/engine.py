@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import tempfile
+import traceback
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -36,6 +37,16 @@ class PartLost:
 
     part: Any
     reason: str
+
+    @classmethod
+    def raised(cls, part: Any, exc: BaseException) -> PartLost:
+        """``part``, lost to ``exc``: its type, message and the line that raised it (a bug's
+        report then says where, for the workers' tracebacks are not shown)."""
+        frames = traceback.extract_tb(exc.__traceback__)
+        reason = f"{type(exc).__name__}: {exc}"
+        if frames:
+            reason += f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})"
+        return cls(part, reason)
 
 
 Run = Callable[[Any, Any], Any]
@@ -113,7 +124,7 @@ def caught(part: Any, run: Run, cfg: Any) -> Any:
     try:
         return run(part, cfg)
     except Exception as exc:  # a bug must not lose the other parts
-        return PartLost(part, f"{type(exc).__name__}: {exc}")
+        return PartLost.raised(part, exc)
 
 
 class _Later:
@@ -253,7 +264,7 @@ def _pool(
                 recover(f"a worker process died ({exc or 'killed'})")
             except Exception as exc:
                 del pending[following]
-                done[following] = PartLost(by_index[following], f"{type(exc).__name__}: {exc}")
+                done[following] = PartLost.raised(by_index[following], exc)
         finished = True
     finally:
         if not finished:
@@ -340,10 +351,7 @@ def _dask(
             try:
                 yield future.result()
             except Exception as exc:
-                yield PartLost(
-                    next(p for p in parts if p.index == following),
-                    f"{type(exc).__name__}: {exc}",
-                )
+                yield PartLost.raised(next(p for p in parts if p.index == following), exc)
             following += 1
     finally:
         if own:
