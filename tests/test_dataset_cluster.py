@@ -156,12 +156,20 @@ def _plain(result: DatasetResult) -> tuple[list[dict[str, Any]], dict[str, Any]]
 
 
 def test_dask_cluster_equals_the_pool(dataset: tuple[Path, Path], client: Any) -> None:
+    from distributed import get_task_stream
+
     gold, traces = dataset
     pool = evaluate_dataset(str(gold), str(traces), engine="local", workers=2, part_bytes=40_000)
-    on_dask = evaluate_dataset(str(gold), str(traces), client=client, part_bytes=40_000)
-    by_address = evaluate_dataset(
-        str(gold), str(traces), scheduler=client.scheduler.address, part_bytes=25_000
-    )
+    with get_task_stream(client) as first:
+        on_dask = evaluate_dataset(str(gold), str(traces), client=client, part_bytes=40_000)
+    with get_task_stream(client) as second:
+        by_address = evaluate_dataset(
+            str(gold), str(traces), scheduler=client.scheduler.address, part_bytes=25_000
+        )
+    # each run names its own tasks: two runs of one process (or two drivers of one cluster)
+    # never share a task's key, so neither is given the other's outcome
+    keys = [{str(t["key"]) for t in stream.data} for stream in (first, second)]
+    assert keys[0] and keys[1] and not keys[0] & keys[1]
     assert on_dask.engine == "dask"
     reference = _plain(pool)
     assert reference[1]["traces"] == 160

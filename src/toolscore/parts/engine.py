@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import tempfile
 import traceback
+import uuid
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -310,6 +311,7 @@ def _dask(
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         limit = 2 * workers
         queue = list(reversed(parts))
+        run_key = uuid.uuid4().hex  # (a key names a task on the whole cluster: its drivers too)
         pending: dict[int, Any] = {}
         sending: set[int] = set()  # the parts in flight with their bytes (``send``)
         following = parts[0].index if parts else 0  # (numbered on from there)
@@ -338,7 +340,7 @@ def _dask(
                     cfg,
                     pure=False,
                     retries=1,
-                    key=f"toolscore-part-{part.index}-{id(parts)}",
+                    key=f"toolscore-part-{part.index}-{run_key}",
                 )
             future = pending[following]
             if not isinstance(future, _Later) and not _awaited(future, stop):
