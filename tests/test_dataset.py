@@ -594,7 +594,9 @@ def test_the_ranges_after_a_lost_range_keep_their_line_numbers(
     assert len(starts) > 5 and 60 < len(got) < 120
     assert got == {t: whole[t] for t in got}
     # the reason names the line that raised it (a worker's traceback is not shown)
-    assert any("not evaluated: OSError: disk full (at test_dataset.py:" in p for p in result.problems)
+    assert any(
+        "not evaluated: OSError: disk full (at test_dataset.py:" in p for p in result.problems
+    )
 
 
 @settings(max_examples=200, deadline=None)
