@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from toolscore import evaluate
 from toolscore.calls import ToolCall
 from toolscore.checks.expected.check import expected_check
+from toolscore.checks.expected.pairing import gold_groups
 from toolscore.checks.expected.plans import plan_for
 from toolscore.gold import gold_from_dicts
 from toolscore.matchers import ANY
@@ -68,3 +71,55 @@ def test_a_list_changed_since_its_plan_is_planned_again() -> None:
     assert [g.tool for g in replanned.gold] == ["a", "b", "c"]
     gold[0] = ToolCall(tool="z", args={})
     assert [g.tool for g in plan_for(gold, False, False).gold] == ["z", "b", "c"]
+
+
+_TWINS = st.sampled_from([None, False, True, 0, 1, 0.0, 1.0, -0.0, "", "1"])
+"""Values equal to one another (``True == 1 == 1.0``) but of other types."""
+_VALUES = st.recursive(
+    _TWINS,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.just("a"), inner),
+    max_leaves=3,
+)
+_KEYS = st.sampled_from(["a", 1, True, 1.0])  # (from Python: keys that are not str)
+
+
+@settings(max_examples=300, deadline=None)
+@example([("t", {"a": True}), ("t", {"a": 1})])
+@example([("t", {1: "x"}), ("t", {True: "x"})])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["t", "u"]),
+            st.none() | st.dictionaries(_KEYS, _VALUES, max_size=1) | st.just([1]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_gold_calls_group_exactly_when_tool_and_args_are_the_same_to_the_type(
+    drawn: list[tuple[str, Any]],
+) -> None:
+    # a group's calls share one candidate list: same tool, and args equal value by value
+    # with the same types (1, 1.0 and True apart; a key 1 apart from a key True)
+    def exact(value: Any) -> Any:
+        if isinstance(value, dict):
+            return ("d", tuple((exact(k), exact(v)) for k, v in value.items()))
+        if isinstance(value, list):
+            return ("l", tuple(exact(v) for v in value))
+        return (type(value).__name__, value)
+
+    gold = [ToolCall(tool, args) for tool, args in drawn]
+    groups = gold_groups(gold)
+    assert sorted(p for g in groups for p in g.members) == list(range(len(gold)))
+    group_of = {p: i for i, g in enumerate(groups) for p in g.members}
+
+    def same(i: int, j: int) -> bool:
+        a, b = gold[i].args, gold[j].args
+        if a is None or b is None:
+            return a is b and gold[i].tool == gold[j].tool
+        items = [exact(x if isinstance(x, dict) else {}) for x in (a, b)]
+        return gold[i].tool == gold[j].tool and items[0] == items[1]
+
+    for i in range(len(gold)):
+        for j in range(len(gold)):
+            assert (group_of[i] == group_of[j]) == same(i, j), (gold[i], gold[j])

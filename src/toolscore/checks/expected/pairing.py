@@ -62,8 +62,15 @@ Candidate = tuple[int, int, int]
 """A trace call kept for a gold call: ``(weight, trace position, arg count)``."""
 
 
+_PLAIN_NAMES = {t: t.__name__ for t in _PLAIN}
+"""The name of each plain type, by the type (a plain value's key, without a chain of checks)."""
+
+
 def freeze(value: Any) -> Any:
     """A hashable, type-exact key for plain JSON values; raises TypeError for anything else."""
+    name = _PLAIN_NAMES.get(value.__class__)
+    if name is not None:
+        return (name, value)
     if isinstance(value, dict):
         return ("d", tuple((k, freeze(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
@@ -123,7 +130,8 @@ def gold_groups(gold: Sequence[ToolCall]) -> list[GoldGroup]:
         else:
             items = list(args.items()) if isinstance(args, dict) else []
             try:
-                key = ("a", freeze(items))
+                # (a key that is a str is its own key: the usual case, one step less)
+                key = tuple((k if k.__class__ is str else freeze(k), freeze(v)) for k, v in items)
             except TypeError:
                 key = ("id", pos)
         found = keyed.get((g.tool, key))
