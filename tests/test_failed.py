@@ -158,6 +158,45 @@ def test_user_rules_remove_and_add(tmp_path: Path) -> None:
         failure_rules({"add": [{"id": "x", "match": {"$regx": "a"}}]})
 
 
+def test_a_calls_record_says_is_error_as_the_runs_rules_judge_it(tmp_path: Path) -> None:
+    # the JSON record of each call (to_dict, the JSON report) follows the run's failure
+    # rules, as the metrics do: a call freed by a removed rule, or failed by an added one,
+    # says so in its record too (it said what the default rules say)
+    from _cli import run_cli
+    from toolscore.reports.json import CallSpool, write_json_report
+
+    calls = [
+        {"tool": "a", "result": {"error": "expected"}},  # result.error, removed
+        {"tool": "b", "result": "the request timed out"},  # an added rule
+        {"tool": "c", "is_error": True},
+    ]
+    section = {"remove": ["result.error"], "add": [{"id": "timeout", "match": {"$regex": "out"}}]}
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"failures": section}))
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(c) + "\n" for c in calls))
+    judged = [False, True, True]
+
+    def said(record: dict[str, Any]) -> list[bool]:
+        assert record["metrics"]["efficiency_metrics"]["error_count"] == sum(judged)
+        return [c["is_error"] for c in record["calls"]["actual"]]
+
+    assert said(toolscore.evaluate([], calls, rules=rules).to_dict()) == judged  # dicts
+    kept = toolscore.evaluate_trace([], trace, rules=rules, keep_calls=True)  # a block
+    assert said(kept.to_dict()) == judged
+    with CallSpool(str(tmp_path)) as spool:
+        spooled = toolscore.evaluate_trace([], trace, rules=rules, on_calls=spool)
+        write_json_report(spooled, str(tmp_path / "spooled.json"), spool)
+    assert said(json.loads((tmp_path / "spooled.json").read_text())) == judged
+    report = tmp_path / "report.json"
+    done = run_cli("eval", str(trace), "--forbidden", str(rules), "-o", str(report))
+    assert done.returncode == 0, done.stderr
+    assert said(json.loads(report.read_text())) == judged
+    # without a rule file, the default rules: the first call fails, the second does not
+    judged = [True, False, True]
+    assert said(toolscore.evaluate([], calls).to_dict()) == judged
+
+
 def test_an_undecided_failure_rule_counts_the_call_as_failed_and_says_so() -> None:
     hostile = "a" * 99 + "!\n"  # $ before a final newline: Python's re, past its time bound
     calls = [{"tool": "fetch", "result": hostile}] * 3

@@ -134,6 +134,7 @@ def pipeline_result(
         weights=weights,
         gold=gold,
         trace_calls=pipeline.calls,
+        failed_calls=pipeline.failed_kept,
         trace_calls_count=pipeline.calls_read,
         findings=pipeline.findings,
         finding_counts=pipeline.finding_counts,

@@ -144,6 +144,13 @@ class Columns(ABC):
         """The positions of the calls that failed (:meth:`failures`), in order."""
         return [i for i, _ in self.failures(rules)]
 
+    def judged(self) -> list[int]:
+        """The positions of the calls that failed by the rules they were last judged by (the
+        run's: the errors check judges a batch before the call sinks and the kept calls see
+        it), else by the default rules: what a call's record says in ``is_error``."""
+        found = self._failed
+        return [i for i, _ in (found[1] if found is not None else self.failures())]
+
     @abstractmethod
     def _find_failures(self, rules: FailureRules) -> list[tuple[int, str]]:
         """:meth:`failures`, computed."""
@@ -207,7 +214,8 @@ class ListColumns(Columns):
         return list(self._calls)
 
     def records(self) -> list[bytes]:
-        return list(map(call_json, self._calls))
+        failed = set(self.judged())
+        return [call_json(c, i in failed) for i, c in enumerate(self._calls)]
 
 
 def _is_number(value: Any) -> bool:

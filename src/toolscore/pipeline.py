@@ -88,6 +88,9 @@ class Pipeline:
     ) -> None:
         self.checks = list(checks)
         self.calls: list[ToolCall] | None = [] if keep_calls else None
+        self.failed_kept: set[int] = set()
+        """The positions in :attr:`calls` of the calls that failed by the run's rules (as
+        judged by its errors check: :meth:`~toolscore.columns.Columns.judged`)."""
         self.findings: list[Finding] = []
         self.findings_omitted = 0
         self.finding_counts: dict[FindingCountKey, int] = {}
@@ -189,7 +192,9 @@ class Pipeline:
             self.findings.extend(found[: max(room, 0)])
             self.findings_omitted += len(found) - max(room, 0)
         if self.calls is not None and batch.n_done:
+            start = len(self.calls)
             self.calls.extend(batch.done)
+            self.failed_kept.update(start + i for i in batch.done_columns().judged())
         if batch.error is not None and self.error is None:
             self.error = batch.error
         return found

@@ -59,10 +59,12 @@ def expected_record(call: ToolCall) -> dict[str, Any]:
     return {"tool": call.tool, "args": json_safe(call.args)}
 
 
-def call_record(call: ToolCall) -> dict[str, Any]:
+def call_record(call: ToolCall, is_error: bool | None = None) -> dict[str, Any]:
     """A trace call as ``to_dict()["calls"]["actual"]`` lists it (JSON-safe).
 
-    ``error`` is the recorded ``metadata["error"]``, or None when it is missing or a bool.
+    ``is_error``: whether the run's failure rules failed it (None: the default rules,
+    ``call.is_error``). ``error`` is the recorded ``metadata["error"]``, or None when it is
+    missing or a bool.
     """
     err = call.metadata.get("error") if call.metadata else None
     if isinstance(err, bool):
@@ -71,7 +73,7 @@ def call_record(call: ToolCall) -> dict[str, Any]:
         "tool": call.tool,
         "args": json_safe(call.args),
         "result": json_safe(call.result),
-        "is_error": call.is_error,
+        "is_error": call.is_error if is_error is None else is_error,
         "error": json_safe(err),
         "duration": json_safe(call.duration),
         "cost": json_safe(call.cost),
@@ -124,8 +126,9 @@ def _nonfinite(value: Any) -> bool:
     return False
 
 
-def call_json(call: ToolCall) -> bytes:
-    """``call_record(call)`` as JSON on one line, without walking arguments decoded from JSON.
+def call_json(call: ToolCall, is_error: bool | None = None) -> bytes:
+    """``call_record(call, is_error)`` as JSON on one line, without walking arguments decoded
+    from JSON.
 
     Arguments and results read from a trace are plain JSON data, so orjson writes them as
     they are; anything it refuses (a non-str key, a set, a huge int) or a NaN (which it would
@@ -135,15 +138,15 @@ def call_json(call: ToolCall) -> bytes:
         args = orjson.dumps(call.args)
         result = orjson.dumps(call.result)
     except TypeError:
-        return record_bytes(call_record(call))
+        return record_bytes(call_record(call, is_error))
     if (b"null" in args and _nonfinite(call.args)) or (
         b"null" in result and _nonfinite(call.result)
     ):
-        return record_bytes(call_record(call))
+        return record_bytes(call_record(call, is_error))
     err = call.metadata.get("error") if call.metadata else None
     tail = record_bytes(
         {
-            "is_error": call.is_error,
+            "is_error": call.is_error if is_error is None else is_error,
             "error": None if isinstance(err, bool) else json_safe(err),
             "duration": json_safe(call.duration),
             "cost": json_safe(call.cost),

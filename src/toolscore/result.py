@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .calls import Finding, FindingCountKey, ToolCall
@@ -204,6 +205,7 @@ class EvaluationResult:
         has_gold: bool = True,
         criterion: PassCriterion | None = None,
         finding_counts: Mapping[FindingCountKey, int] | None = None,
+        failed_calls: AbstractSet[int] | None = None,
     ) -> None:
         self.metrics = metrics
         self.has_gold = has_gold
@@ -218,6 +220,9 @@ class EvaluationResult:
         self._findings = list(findings)
         self._input_error = input_error
         self.failed_tools = list(failed_tools)
+        self._failed_calls = failed_calls
+        """The positions in :attr:`trace_calls` of the calls that failed by the run's rules
+        (their records' ``is_error``); None: by the default rules."""
         self.input_findings = list(input_findings)
         """The readers' findings, the first ones (see :attr:`input_problems`)."""
         self.finding_counts = None if finding_counts is None else dict(finding_counts)
@@ -318,7 +323,11 @@ class EvaluationResult:
         of the trace were skipped as unreadable, ``"input_problems"`` counts them; ``"notes"``
         lists :attr:`notes` when there are any.
         """
-        actual = [] if self.trace_calls is None else [call_record(c) for c in self.trace_calls]
+        failed = self._failed_calls
+        actual = [
+            call_record(c, None if failed is None else i in failed)
+            for i, c in enumerate(self.trace_calls or ())
+        ]
         record: dict[str, Any] = {
             "schema_version": RECORD_SCHEMA_VERSION,
             "score": json_safe(self.score) if self.has_gold else None,
@@ -436,6 +445,7 @@ def reduce(
     trace_calls_count: int,
     findings: Sequence[Finding] = (),
     finding_counts: Mapping[FindingCountKey, int] | None = None,
+    failed_calls: AbstractSet[int] | None = None,
     input_error: InputError | None = None,
     input_findings: Sequence[Finding] = (),
     input_problems: int = 0,
@@ -459,6 +469,8 @@ def reduce(
         weights: normalized weights.
         gold: the expected calls.
         trace_calls: the kept trace calls, or None.
+        failed_calls: the positions in ``trace_calls`` of the calls that failed by the run's
+            rules (None: by the default rules, each call's ``is_error``).
         trace_calls_count: how many trace calls were read.
         findings: the findings kept by the pipeline.
         finding_counts: every finding counted by key (the pipeline's
@@ -509,4 +521,5 @@ def reduce(
         has_gold=has_gold,
         criterion=criterion,
         finding_counts=finding_counts,
+        failed_calls=failed_calls,
     )

@@ -186,7 +186,7 @@ class CustomBlock(Columns):
         n = self.n
         flags = [False] * n
         errors: list[Any] = [None] * n
-        for i in self.failed():
+        for i in self.judged():
             flags[i] = True
         raw_errors = self._raw_errors()
         if raw_errors.count(_UNSET) != n:
