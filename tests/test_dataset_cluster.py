@@ -330,6 +330,8 @@ def test_shared_dir_on_the_command_line(
     shared.mkdir()
     env = cli_env() | {"TMPDIR": str(hidden)}
 
+    said: dict[str, str] = {}
+
     def run(name: str, *options: str) -> tuple[bytes, int]:
         from distributed import get_task_stream
 
@@ -346,6 +348,7 @@ def test_shared_dir_on_the_command_line(
                 check=False,
             )
         assert done.returncode in (0, 1), done.stderr
+        said[name] = done.stderr
         ran = {t["key"] for t in stream.data if str(t["key"]).startswith("toolscore-part-")}
         return out.read_bytes(), len(ran)
 
@@ -358,6 +361,15 @@ def test_shared_dir_on_the_command_line(
     alone, parts = run("alone", "--scheduler", address)
     assert parts >= 2 and alone == on_pool  # its partitions (its ranges ran here)
     assert list(hidden.iterdir()) == []
+    # a "shared" directory the workers do not see: the partitions written there cannot be
+    # read on the cluster, and each is grouped here instead (nothing is lost), and said
+    unshared = hidden / "not-shared"
+    unshared.mkdir()
+    here, _ = run("unshared", "--scheduler", address, "--shared-dir", str(unshared))
+    assert here == on_pool
+    assert "the cluster raised FileNotFoundError" in said["unshared"]
+    assert "its traces are evaluated again" in said["unshared"]
+    unshared.rmdir()
 
 
 def test_one_gold_behind_a_url_reaches_workers_elsewhere(

@@ -78,6 +78,9 @@ def run_parts(
             through the fork, unpickled, and ``setup`` runs in each), ``dask``.
         here: for a part run in this process instead (at its turn; on a cluster, as it is
             queued), what runs it; None for the others.
+        on_retry: told of each part run once more, and why: its worker process died (a
+            pool), or it raised on the cluster (after the cluster's own retry; it is then run
+            in this process, which reads every part's input).
         send: on a cluster, a part whose ``ship`` is true is sent as ``send(part)`` gives it
             (a dataset's range with its bytes; at most :data:`SENT_IN_FLIGHT` in flight).
         stop: polled while waiting for a part (and before each part run here): once it
@@ -351,9 +354,18 @@ def _dask(
             del pending[following]
             sending.discard(following)
             try:
-                yield future.result()
+                outcome = future.result()
             except Exception as exc:
-                yield PartLost.raised(next(p for p in parts if p.index == following), exc)
+                # (the cluster ran it twice: a worker's fault, a directory it does not see)
+                part = next(p for p in parts if p.index == following)
+                lost = PartLost.raised(part, exc)
+                if stop():
+                    outcome = lost
+                else:
+                    if on_retry is not None:
+                        on_retry(part, f"the cluster raised {lost.reason}")
+                    outcome = caught(part, run, cfg)  # once more, here: it sees its input
+            yield outcome
             following += 1
     finally:
         if own:
