@@ -80,7 +80,7 @@ def run_parts(
             queued), what runs it; None for the others.
         on_retry: told of each part run once more, and why: its worker process died (a
             pool), or it raised on the cluster (after the cluster's own retry; it is then run
-            in this process, which reads every part's input).
+            in this process, which reads every part's input; not one whose workers died).
         send: on a cluster, a part whose ``ship`` is true is sent as ``send(part)`` gives it
             (a dataset's range with its bytes; at most :data:`SENT_IN_FLIGHT` in flight).
         stop: polled while waiting for a part (and before each part run here): once it
@@ -304,7 +304,7 @@ def _dask(
 ) -> Iterator[Any]:
     try:
         # optional dependency: dask's distributed, for a cluster only
-        from distributed import Client
+        from distributed import Client, KilledWorker
     except ImportError:  # pragma: no cover - depends on the extras installed
         raise UsageError("--engine dask needs dask: pip install 'toolscore[dask]'") from None
     own = client is None
@@ -359,8 +359,8 @@ def _dask(
                 # (the cluster ran it twice: a worker's fault, a directory it does not see)
                 part = next(p for p in parts if p.index == following)
                 lost = PartLost.raised(part, exc)
-                if stop():
-                    outcome = lost
+                if stop() or isinstance(exc, KilledWorker):
+                    outcome = lost  # (a part that ended its workers twice would end this one)
                 else:
                     if on_retry is not None:
                         on_retry(part, f"the cluster raised {lost.reason}")
