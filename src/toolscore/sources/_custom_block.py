@@ -124,14 +124,14 @@ class CustomBlock(Columns):
                 found[i] = why
         if rules.reads_results:
             raws = list(map(_get_result, self._items))
-            rest: Sequence[int] = positions
-            if found:
-                rest = [i for i in positions if i not in found]
-                raws_left = [raws[i] for i in rest]
-            else:
-                raws_left = raws
-            for k in raw_candidates(raws_left, rules):
-                i = rest[k]
+            searched = raws
+            if found:  # (their results are not searched: empty in the copy searched)
+                searched = raws.copy()
+                for i in found:
+                    searched[i] = b""
+            for i in raw_candidates(searched, rules):
+                if i in found:
+                    continue
                 why = rules.of(flags[i], _error(errors[i]), msgspec.json.decode(raws[i]))
                 if why is not None:
                     found[i] = why
