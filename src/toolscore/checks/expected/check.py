@@ -24,8 +24,8 @@ from .gold_order import neg_weight
 from .metrics import extra_metrics
 from .pairing import NO_ARGS, Candidate, arg_count, call_weights
 from .plans import plan_for
-from .sequence import IdLog, distance_tracker
-from .state import ExpectedPlan, ExpectedState, StatsAdder, step_detail
+from .sequence import IdLog
+from .state import NO_STATS, ExpectedPlan, ExpectedState, StatsAdder, step_detail
 
 __all__ = ["ExpectedCheck", "expected_check"]
 
@@ -73,18 +73,14 @@ class ExpectedCheck(BaseCheck):
         self.keep_details = keep_details
         self._calls = 0
         self._counts: Counter[str] = Counter()
-        self._distance = distance_tracker([g.tool for g in self.gold])
+        self._distance = self.plan.tracker()
         self._correct_steps = 0
         self._details: list[dict[str, Any]] = []
         self._still_needed = dict(self.plan.gold_counts)
         self._cands: list[list[Candidate]] = [[] for _ in self.plan.groups]
         """Per gold group, its best trace calls so far, ranked by weight descending then
         position ascending; at most the group's ``k``."""
-        self._live = {
-            tool: list(groups)
-            for tool, groups in self.plan.by_tool.items()
-            if tool not in self.plan.approx
-        }
+        self._live = dict(self.plan.live)
         """The exactly paired tools whose candidate lists can still improve (their groups'
         indices)."""
         self._approx = {
@@ -92,8 +88,9 @@ class ExpectedCheck(BaseCheck):
             for tool, index in self.plan.approx.items()
         }
         """The approximately paired tools' logs and candidate lists (:mod:`.approx`)."""
-        self._durations = StatsAdder()
-        self._costs = StatsAdder()
+        self._durations: StatsAdder | None = None
+        self._costs: StatsAdder | None = None
+        """The calls' durations and costs (made at the first)."""
         self._cost_by_tool: dict[str, StatsAdder] = {}
         """Each tool's costs, in the order of the first (their sums, :meth:`_tool_costs`)."""
         self._tool_pending = 0
@@ -249,15 +246,20 @@ class ExpectedCheck(BaseCheck):
         if any(needed.values()):
             tools = cols.tools
             ok = Counter(tools)
-            ok.subtract(tools[i] for i in cols.failed(self._failures))
+            for i in cols.failed(self._failures):
+                ok[tools[i]] -= 1
             for tool, left in needed.items():
                 if left:
                     needed[tool] = max(0, left - ok[tool])
         durations = cols.durations()
         if durations:
+            if self._durations is None:
+                self._durations = StatsAdder()
             self._durations.add(durations)
         costs = cols.costs()
         if costs:
+            if self._costs is None:
+                self._costs = StatsAdder()
             self._costs.add([cost for _, cost in costs])
             by_tool: dict[str, list[float]] = {}
             for tool, cost in costs:
@@ -294,8 +296,8 @@ class ExpectedCheck(BaseCheck):
             "candidates": tuple(map(tuple, self._cands)),
             "approx": {tool: rec.log() for tool, rec in self._approx.items()},
             "needed": dict(self._still_needed),
-            "durations": self._durations.stats(),
-            "costs": self._costs.stats(),
+            "durations": NO_STATS if self._durations is None else self._durations.stats(),
+            "costs": NO_STATS if self._costs is None else self._costs.stats(),
             "cost_by_tool": self._tool_costs(),
         }
         if part is None:

@@ -56,6 +56,13 @@ class ColumnDistance:
         self.gold = list(gold)
         self.col = list(range(len(self.gold) + 1))
 
+    def fresh(self) -> ColumnDistance:
+        """A tracker of the same gold at its start (the gold list shared: read-only)."""
+        new = ColumnDistance.__new__(ColumnDistance)
+        new.gold = self.gold
+        new.col = list(range(len(self.gold) + 1))
+        return new
+
     def step(self, name: str) -> None:
         col = self.col
         diag = col[0]
@@ -123,6 +130,15 @@ class BitParallelDistance:
         )
         """((state << m | mask) << 6 | m % 64) -> (next state, change of the distance); None
         once full."""
+
+    def fresh(self) -> BitParallelDistance:
+        """A tracker of the same gold at its start, sharing this one's masks and step table
+        (read-only, and valid for the same gold)."""
+        new = BitParallelDistance.__new__(BitParallelDistance)
+        new.peq, new.m, new.full, new.top = self.peq, self.m, self.full, self.top
+        new.state, new.dist = self.full, self.m
+        new.table = self.table
+        return new
 
     def step(self, name: str) -> None:
         self.run([name])

@@ -29,9 +29,17 @@ from .approx import ApproxIndex, ApproxLog, pair_approx
 from .gold_order import rank
 from .metrics import gold_metrics, score_metrics
 from .pairing import MISSING, Candidate, gold_groups, pair_tool
-from .sequence import Segment, distance_tracker, id_blocks
+from .sequence import BitParallelDistance, ColumnDistance, Segment, distance_tracker, id_blocks
 
-__all__ = ["MAX_TAIL_DETAILS", "ExpectedPlan", "ExpectedState", "Stats", "step_detail"]
+__all__ = [
+    "MAX_TAIL_DETAILS",
+    "NO_STATS",
+    "ExpectedPlan",
+    "ExpectedState",
+    "Stats",
+    "StatsAdder",
+    "step_detail",
+]
 
 MAX_TAIL_DETAILS = 1000
 """Trace-only trajectory steps kept in ``trajectory_details`` without ``keep_details``."""
@@ -89,8 +97,22 @@ class ExpectedPlan:
         """Trajectory details are kept for the calls before this position."""
 
     @cached_property
+    def _tracker(self) -> ColumnDistance | BitParallelDistance:
+        return distance_tracker([g.tool for g in self.gold])
+
+    def tracker(self) -> ColumnDistance | BitParallelDistance:
+        """A sequence tracker of the gold's tool names at its start (built once a plan)."""
+        return self._tracker.fresh()
+
+    @cached_property
     def start_column(self) -> tuple[int, ...]:
-        return distance_tracker([g.tool for g in self.gold]).snapshot()
+        return self._tracker.fresh().snapshot()
+
+    @cached_property
+    def live(self) -> dict[str, list[int]]:
+        """Per exactly paired gold tool, its groups' indices: where an expected-calls check's
+        candidate lists start (a check copies the dict, never the lists)."""
+        return {tool: groups for tool, groups in self.by_tool.items() if tool not in self.approx}
 
     @cached_property
     def members_of(self) -> dict[str, tuple[list[int], list[int]]]:
@@ -130,7 +152,7 @@ class Stats:
         )
 
 
-_NO_STATS = Stats()
+NO_STATS = Stats()
 """The stats of no value (frozen: one for every adder that had none)."""
 
 
@@ -162,7 +184,7 @@ class StatsAdder:
     def stats(self) -> Stats:
         """The values' :class:`Stats`."""
         if not self.count:
-            return _NO_STATS
+            return NO_STATS
         return Stats(self.total(), self.count, self.max, self.min)
 
 
@@ -315,7 +337,7 @@ class ExpectedState(State):
 
     def _anchored_with(self, later: ExpectedState, plan: ExpectedPlan) -> dict[str, Any]:
         """The position-dependent fields of this anchored state followed by ``later``."""
-        tracker = distance_tracker([g.tool for g in plan.gold])
+        tracker = plan.tracker()
         tracker.restore(self.column)
         names = plan.names
         for ids in id_blocks(later.sequence):
