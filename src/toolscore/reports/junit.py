@@ -44,8 +44,6 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
-from xml.sax.saxutils import escape as _escape
-from xml.sax.saxutils import quoteattr
 
 from .._rounding import score_text
 from ..outputs import AtomicOutput
@@ -77,11 +75,17 @@ def clean(text: str) -> str:
 
 
 def _attr(text: str) -> str:
+    # here: xml.sax.saxutils imports urllib.request, http.client and ssl (20 ms), which
+    # every dataset run would pay for Gate alone
+    from xml.sax.saxutils import quoteattr
+
     return quoteattr(clean(text))
 
 
 def _body(text: str) -> str:
-    return _escape(clean(text))
+    from xml.sax.saxutils import escape  # (see _attr)
+
+    return escape(clean(text))
 
 
 def default_failed(result: Any) -> bool:
