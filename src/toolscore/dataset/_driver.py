@@ -370,12 +370,13 @@ def _drive(
             for _, path, _, _ in ranges:
                 remove_location(path, cfg.storage_options)
         no_trace: list[TraceRecord] = []
-        lookup = gold_lookup(spec) if cfg.missing_trace == "empty" else None
+        empty = cfg.missing_trace == "empty"
         for gold_id in () if stopped else seen.missing(spec):
             if len(missing_trace) < MAX_LISTED:
                 missing_trace.append(gold_id)
             order = (len(parts), len(no_trace))
-            expected = None if lookup is None else _gold_or_none(lookup, gold_id)
+            # (the lookup reads the whole gold: only once a gold without a trace needs it)
+            expected = _gold_or_none(gold_lookup(spec), gold_id) if empty else None
             no_trace.append(
                 evaluate_absent(cfg, gold_id, expected, order)
                 if expected is not None
