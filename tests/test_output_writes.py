@@ -94,6 +94,8 @@ def test_an_old_per_trace_file_survives_a_run_that_fails(tmp_path: Path) -> None
     gold.write_text("[{", encoding="utf-8")
     done = run_cli("eval", str(gold), str(traces), "--per-trace", str(per_trace))
     assert done.returncode == 2, done.stderr
+    # said once, before any trace is read (not as every part's "not evaluated")
+    assert "not valid JSON" in done.stderr and "not evaluated" not in done.stderr
     assert per_trace.read_bytes() == old
     assert _leftovers(tmp_path) == []
 
