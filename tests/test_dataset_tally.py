@@ -20,12 +20,12 @@ from toolscore.dataset.records import TraceRecord
 @pytest.fixture(scope="module")
 def two_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A directory of three multi-trace files: a small one, read whole; a large one (about
-    7 MB, cut into byte ranges) holding one of its trace ids again; and a small one holding
-    one of the large one's ids again (duplicates: error records)."""
+    3.3 MB, cut into 40 kB byte ranges) holding one of its trace ids again; and a small one
+    holding one of the large one's ids again (duplicates: error records)."""
     base = tmp_path_factory.mktemp("tally")
     generated = base / "generated.jsonl"
     gold = base / "gold.jsonl"
-    generate_dataset(generated, gold, 1200, seed=11)
+    generate_dataset(generated, gold, 600, seed=11)
     lines = generated.read_bytes().splitlines(keepends=True)
     ids = [json.loads(line)["trace_id"] for line in lines]
 
@@ -80,7 +80,7 @@ def test_a_cut_file_gives_what_taking_its_records_one_by_one_gives(
     early = _run(gold, traces, tmp_path, "early", **options)
     one_by_one = _run(gold, traces, tmp_path, "one", on_record=_handed_on(seen), **options)
     assert early == one_by_one
-    assert early["summary"]["traces"] == 1202
+    assert early["summary"]["traces"] == 602
     duplicates = [r for r in early["records"] if r.error and "already read earlier" in r.error]
     assert [Path(r.source).name for r in duplicates] == ["b.jsonl", "c.jsonl"]
     assert early["summary"]["statuses"]["error"] == 2
