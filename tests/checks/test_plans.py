@@ -13,6 +13,7 @@ from toolscore.calls import ToolCall
 from toolscore.checks.expected.check import expected_check
 from toolscore.checks.expected.pairing import gold_groups
 from toolscore.checks.expected.plans import plan_for
+from toolscore.checks.expected.sequence import SHARED_STEPS_MAX_GOLD, distance_tracker
 from toolscore.gold import gold_from_dicts
 from toolscore.matchers import ANY
 
@@ -123,3 +124,30 @@ def test_gold_calls_group_exactly_when_tool_and_args_are_the_same_to_the_type(
     for i in range(len(gold)):
         for j in range(len(gold)):
             assert (group_of[i] == group_of[j]) == same(i, j), (gold[i], gold[j])
+
+
+_NAMES = st.sampled_from(["a", "b", "c", "d"])
+
+
+@settings(max_examples=150, deadline=None)
+@example(gold=["a", "b", "c"] * 23, traces=[["c", "a"] * 20, ["d"] * 3])
+@given(
+    gold=st.lists(_NAMES, max_size=70),
+    traces=st.lists(st.lists(_NAMES, max_size=40), min_size=1, max_size=3),
+)
+def test_a_plans_trackers_start_alike_and_share_no_state(
+    gold: list[str], traces: list[list[str]]
+) -> None:
+    # every check of one plan copies the plan's tracker (golds of 64 names and more too,
+    # whose step table is each tracker's own): each measures as a tracker made for it
+    plan = plan_for([ToolCall(name) for name in gold], False, False)
+    trackers = [plan.tracker() for _ in traces]
+    for tracker, names in zip(trackers, traces, strict=True):
+        tracker.run(names)
+    for tracker, names in zip(trackers, traces, strict=True):
+        alone = distance_tracker(gold)
+        alone.run(names)
+        assert tracker.distance == alone.distance
+    assert plan.tracker().snapshot() == distance_tracker(gold).snapshot() == plan.start_column
+    if len(gold) > SHARED_STEPS_MAX_GOLD:  # its steps are its own, not kept with the plan
+        assert getattr(trackers[0], "table", None) is not getattr(plan.tracker(), "table", 1)

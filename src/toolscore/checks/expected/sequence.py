@@ -132,12 +132,13 @@ class BitParallelDistance:
         once full."""
 
     def fresh(self) -> BitParallelDistance:
-        """A tracker of the same gold at its start, sharing this one's masks and step table
-        (read-only, and valid for the same gold)."""
+        """A tracker of the same gold at its start, sharing this one's masks (read-only); its
+        step table as a new tracker's (the shared one, or its own: a long gold's table lives
+        no longer than its tracker)."""
         new = BitParallelDistance.__new__(BitParallelDistance)
         new.peq, new.m, new.full, new.top = self.peq, self.m, self.full, self.top
         new.state, new.dist = self.full, self.m
-        new.table = self.table
+        new.table = _SHARED_STEPS if self.m <= SHARED_STEPS_MAX_GOLD else {}
         return new
 
     def step(self, name: str) -> None:
