@@ -409,8 +409,10 @@ class Verdict:
 
 def _section(metrics: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = metrics.get(name)
-    if type(value) is dict:  # (the usual case, without an ABC check)
+    if type(value) is dict:  # (the usual cases, without an ABC check)
         return value
+    if value is None:
+        return _EMPTY
     return value if isinstance(value, Mapping) else _EMPTY
 
 
@@ -418,7 +420,7 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _count(value: Any, default: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
     return int(value)
 
