@@ -132,13 +132,14 @@ def build_gold(
         raise GoldFileError(gold, f"cannot read the gold file: {exc}") from None
     found = keyed_gold_key(head)
     if found is None:
-        spec = GoldSpec("one", path=gold)
         if is_url(gold):
             local = os.path.join(workdir, "gold.json")
             with open_input(gold, options) as src, open(local, "wb") as dst:
                 dst.write(src.read())
             spec = GoldSpec("one", path=local, source=gold, storage_options=options)
-        read_gold_file(spec.path or gold)  # a malformed gold fails before anything runs
+        else:
+            local, spec = gold, GoldSpec("one", path=gold)
+        read_gold_file(local)  # a malformed gold fails before anything runs
         return spec
     if key is not None and key != "auto":
         found = key
